@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+// lanchat: a peer-to-peer chat node for local networks.
+// Modules are layers; imports point down only (see README "Architecture").
+import PackageDescription
+
+let package = Package(
+    name: "lanchat",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "lanchat", targets: ["lanchat"]),
+        .executable(name: "lanchat-bench", targets: ["LanchatBench"]),
+    ],
+    targets: [
+        // C libraries from the system (Debian: libsodium-dev, libsqlite3-dev).
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Pure layers: no Dispatch, no SQL, no sockets.
+        .target(name: "Crypto", dependencies: ["CSodium"]),
+        .target(name: "Tree"),
+        .target(name: "Wire", dependencies: ["Tree", "Crypto"]),
+
+        // IO layers.
+        .target(name: "SQLite", dependencies: ["CSQLite"]),
+        .target(name: "Store", dependencies: ["SQLite", "Wire", "Tree", "Crypto"]),
+
+        // Commands and the executables (whose mains are one line).
+        .target(name: "CLI", dependencies: ["Store", "Wire", "Tree", "Crypto"]),
+        .executableTarget(name: "lanchat", dependencies: ["CLI"]),
+        .target(name: "Bench", dependencies: ["Store", "Wire", "Tree", "Crypto", "SQLite"]),
+        .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
+
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "TreeTests", dependencies: ["Tree"]),
+        .testTarget(name: "WireTests", dependencies: ["Wire", "Tree", "Crypto"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Wire", "Tree", "Crypto", "SQLite"]),
+        .testTarget(name: "CLITests", dependencies: ["CLI"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,88 @@
+import Foundation
+
+/// `lanchat-bench [NAME...] [--records N] [--no-write]`: runs benchmarks that each measure their
+/// own ceiling in the same run and print ratios against it (absolute times drift between
+/// machines and runs), then records the figures in BENCHMARKS.md.
+public enum BenchMain {
+    static let benchmarks: [String: @Sendable (BenchOptions) throws -> BenchSection] = [
+        "ingest": IngestBenchmark.run,
+    ]
+
+    public static func run() {
+        var names = [String]()
+        var options = BenchOptions()
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        while !arguments.isEmpty {
+            let a = arguments.removeFirst()
+            switch a {
+            case "--records":
+                guard let n = arguments.first.flatMap(Int.init), n > 0 else { fail("--records needs a positive integer") }
+                options.records = n
+                arguments.removeFirst()
+            case "--no-write": options.writeFile = false
+            case "-h", "--help":
+                print("USAGE: lanchat-bench [\(benchmarks.keys.sorted().joined(separator: "|"))]... [--records N] [--no-write]")
+                print("Writes its figures into BENCHMARKS.md unless --no-write is given.")
+                exit(0)
+            default:
+                guard benchmarks[a] != nil else { fail("unknown benchmark '\(a)'") }
+                names.append(a)
+            }
+        }
+        if names.isEmpty { names = benchmarks.keys.sorted() }
+        for name in names {
+            do {
+                let section = try benchmarks[name]!(options)
+                print(section.markdown)
+                if options.writeFile { try section.write(to: options.reportPath) }
+            } catch {
+                fail("\(name): \(error)")
+            }
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+        exit(64)
+    }
+}
+
+/// Settings shared by the benchmarks.
+struct BenchOptions {
+    var records = 100_000
+    var writeFile = true
+    var reportPath = "BENCHMARKS.md"
+}
+
+/// A benchmark's result as a section of BENCHMARKS.md, replaced in place on each run.
+struct BenchSection {
+    let name: String
+    let lines: [String]
+
+    var markdown: String {
+        (["<!-- bench:\(name) -->"] + lines + ["<!-- /bench:\(name) -->"]).joined(separator: "\n")
+    }
+
+    func write(to path: String) throws {
+        var text = (try? String(contentsOfFile: path, encoding: .utf8))
+            ?? "# Benchmarks\n\nWritten by `lanchat-bench` (see README). Each figure is set against a ceiling measured in the same run on the same machine.\n"
+        let start = "<!-- bench:\(name) -->", end = "<!-- /bench:\(name) -->"
+        if let s = text.range(of: start), let e = text.range(of: end, range: s.upperBound..<text.endIndex) {
+            text.replaceSubrange(s.lowerBound..<e.upperBound, with: markdown)
+        } else {
+            text += "\n" + markdown + "\n"
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}
+
+/// Wall-clock seconds taken by `body`.
+func measure(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+func rate(_ count: Int, _ seconds: Double) -> String {
+    String(format: "%.0f", Double(count) / seconds)
+}

@@ -1,0 +1,101 @@
+import Crypto
+import SQLite
+import Tree
+import Wire
+
+/// The Firebase write operations on a local store: each resolves server values, normalizes,
+/// signs one record and ingests it in one transaction, so the write is durable before the call
+/// returns.
+extension Store {
+    /// `set`: replaces the value at `path` (null deletes).
+    @discardableResult
+    public func set(_ path: Path, to raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        let value = try raw.resolvingServerValues(at: path, nowMillis: Double(nowMillis)) { (try? self.value(at: $0)) ?? .null }
+            .normalized()
+        return try write(splitForZones([WritePair(path: path, value: value)], author: signer.publicKey), signer: signer, nowMillis: nowMillis)
+    }
+
+    /// `update`: replaces each listed child (keys are relative paths, possibly multi-segment).
+    @discardableResult
+    public func update(_ path: Path, with raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        let children = try UpdateBatch.validateUpdate(at: path, raw, nowMillis: Double(nowMillis)) { (try? self.value(at: $0)) ?? .null }
+        let pairs = children.map { WritePair(path: $0.0, value: $0.1) }
+        return try write(splitForZones(pairs, author: signer.publicKey), signer: signer, nowMillis: nowMillis)
+    }
+
+    /// `push`: a new child under `path` named by a Firebase push id; returns the id.
+    public func push(_ path: Path, value raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> (key: String, record: Record) {
+        var rng = SecureRandom()
+        let key = pushIDs.next(nowMillis: nowMillis, using: &rng)
+        let record = try set(try path.appending(key), to: raw, signer: signer, nowMillis: nowMillis)
+        return (key, record)
+    }
+
+    /// `delete`: removes the value at `path`.
+    @discardableResult
+    public func delete(_ path: Path, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        try set(path, to: .null, signer: signer, nowMillis: nowMillis)
+    }
+
+    /// Signs `pairs` as one record stamped by the local clock and stores it.
+    public func write(_ pairs: [WritePair], signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        let sorted = pairs.sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
+        return try transaction {
+            let record = try Record.make(body: .write(sorted), clock: try nextClock(nowMillis: nowMillis), signer: signer)
+            guard try insert(record) else { return record }
+            try apply(record)
+            return record
+        }
+    }
+
+    /// Rewrites pairs in the open zone so that what they carry into protected zones is written
+    /// at the zone roots (where the write rules let it count), and a replaced subtree also clears
+    /// the zones below it that the author may clear (their own profile and messages).
+    func splitForZones(_ pairs: [WritePair], author: PublicKey) throws -> [WritePair] {
+        var result = [WritePair]()
+        for pair in pairs {
+            guard Zone.of(pair.path) == .open else {
+                result.append(pair)
+                continue
+            }
+            result.append(WritePair(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path)))
+            var carried = [String: WritePair]()
+            Store.zoneRoots(in: pair.value, at: pair.path) { root, value in
+                carried[root.storageKey] = WritePair(path: root, value: value)
+            }
+            for root in try ownedZones(below: pair.path, author: author) where carried[root.storageKey] == nil {
+                carried[root.storageKey] = WritePair(path: root, value: .null)
+            }
+            result += carried.values
+        }
+        return result
+    }
+
+    /// Calls `body` for every zone root inside `value` written at `path`.
+    static func zoneRoots(in value: JSONValue, at path: Path, _ body: (Path, JSONValue) -> Void) {
+        guard path.segments.count < 4, case let .object(members) = value else { return }
+        for (key, child) in members {
+            guard let childPath = try? path.appending(key) else { continue }
+            if Zone.isRoot(childPath.segments) {
+                body(childPath, child)
+            } else {
+                zoneRoots(in: child, at: childPath, body)
+            }
+        }
+    }
+
+    /// The zones below `path` whose content `author` controls: their own profile and the
+    /// messages they own.
+    func ownedZones(below path: Path, author: PublicKey) throws -> [Path] {
+        var zones = [Path]()
+        let profile = try Path(segments: ["users", author.userID])
+        if path.isAncestor(of: profile), try value(at: profile) != .null { zones.append(profile) }
+        let key = StoreKey.of(path)
+        let (low, high) = StoreKey.descendants(key)
+        try db.query("SELECT zone FROM message_owners WHERE zone >= ? AND zone < ? AND owner = ?",
+                     [.text(low), .text(high), .blob(author.bytes)]) { row in
+            zones.append(try StoreKey.path(row.text(0)))
+        }
+        return zones
+    }
+}

@@ -1,0 +1,70 @@
+import Crypto
+import SQLite
+import Tree
+import Wire
+
+/// A node's durable state: its records and the tree they materialize, in one SQLite file.
+///
+/// Not thread-safe by design: the owner (the CLI, or later the node's serial queue) confines a
+/// store to one thread, as its SQLite connection requires.
+public final class Store {
+    let db: Connection
+    /// The hybrid logical clock, persisted in `meta` so that restarts never reuse a timestamp
+    /// even if the wall clock went backwards.
+    var clock: HybridLogicalClock
+    /// Makes this process's push ids monotonic even within one millisecond.
+    var pushIDs = PushIDGenerator()
+    public let path: String
+
+    /// Opens (creating if needed) the store at `path`, applies pending migrations and sets WAL
+    /// with `synchronous=FULL`, so a committed write survives a crash or power loss.
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        do {
+            db = try Connection(path: path)
+            _ = try db.configureForDurability()
+            _ = try Schema.migrator.migrate(db)
+            let last = try db.scalarInt("SELECT value FROM meta WHERE key = 'clock'") ?? 0
+            clock = HybridLogicalClock(last: UInt64(bitPattern: last))
+        } catch let error as SQLiteError {
+            if error.isCorrupt { throw .corrupt(path: path, reason: error.message) }
+            throw .database(error)
+        } catch {
+            throw .corrupt(path: path, reason: "\(error)")
+        }
+    }
+
+    /// Runs `body` in one IMMEDIATE transaction, mapping SQLite failures to `StoreError`.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try db.transaction(.immediate, body)
+        } catch let error as SQLiteError {
+            throw StoreError.database(error)
+        }
+    }
+
+    /// Number of records held.
+    public func recordCount() throws -> Int {
+        Int(try db.scalarInt("SELECT count(*) FROM records") ?? 0)
+    }
+
+    /// `PRAGMA integrity_check` rows: `["ok"]` for a sound file.
+    public func integrityCheck() throws -> [String] { try db.integrityCheck() }
+
+    /// Calls `body` with every record's bytes in arrival order, without loading them all at once.
+    public func forEachRecord(_ body: ([UInt8]) throws -> Void) throws {
+        try db.query("SELECT bytes FROM records ORDER BY seq") { row in try body(row.blob(0)) }
+    }
+
+    /// Advances the clock for a local write and persists it (inside the caller's transaction).
+    func nextClock(nowMillis: UInt64) throws -> UInt64 {
+        let stamp = clock.send(nowMillis: nowMillis)
+        try saveClock()
+        return stamp
+    }
+
+    func saveClock() throws {
+        try db.run("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                   [.integer(Int64(bitPattern: clock.last))])
+    }
+}

@@ -1,0 +1,170 @@
+/// A validated location in the tree, such as `/rooms/lobby/messages`.
+///
+/// Paths are built once, validated once and then passed around freely, so
+/// every other module can rely on keys being legal and limits being met.
+/// Equality and hashing compare the UTF-8 bytes of the segments (not Swift's
+/// canonical-equivalence string equality), matching how `storageKey` is
+/// compared by SQLite.
+public struct Path: Sendable, CustomStringConvertible {
+    /// Largest path, in UTF-8 bytes of the segments joined by "/" (no leading slash).
+    public static let maxByteLength = 768
+    /// Largest number of segments.
+    public static let maxDepth = 32
+
+    /// The keys from the root down; empty for the root.
+    public let segments: [String]
+
+    /// The root of the tree.
+    public static let root = Path(unchecked: [])
+
+    /// Builds a path from segments that are already known to be valid.
+    init(unchecked segments: [String]) {
+        self.segments = segments
+    }
+
+    /// Parses "/a/b", "a/b", "/a/b/", "/" or "" (the last two are the root).
+    /// Empty segments between slashes are skipped; every key is validated and
+    /// the length and depth limits are enforced.
+    public init(_ string: String) throws(TreeError) {
+        var segments: [String] = []
+        for piece in string.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            segments.append(String(decoding: piece, as: UTF8.self))
+        }
+        try self.init(segments: segments)
+    }
+
+    /// Builds a path from keys, validating each and enforcing the limits.
+    public init(segments: [String]) throws(TreeError) {
+        for key in segments { try Key.validate(key) }
+        try Path.checkLimits(depth: segments.count, byteLength: Path.byteLength(of: segments))
+        self.segments = segments
+    }
+
+    /// Parses the exact form produced by `storageKey`: "" or "/a/b" with no
+    /// empty segments. Stricter than `init(_:)` because stored keys must be
+    /// canonical (one path, one spelling).
+    public init(storageKey: String) throws(TreeError) {
+        if storageKey.isEmpty {
+            self = .root
+            return
+        }
+        let utf8 = storageKey.utf8
+        guard utf8.first == UInt8(ascii: "/") else { throw .invalidStorageKey(storageKey) }
+        let pieces = utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        var segments: [String] = []
+        for piece in pieces {
+            guard !piece.isEmpty else { throw .invalidStorageKey(storageKey) }
+            segments.append(String(decoding: piece, as: UTF8.self))
+        }
+        try self.init(segments: segments)
+    }
+
+    /// Whether this is the root.
+    public var isRoot: Bool { segments.isEmpty }
+
+    /// Number of segments (0 for the root).
+    public var depth: Int { segments.count }
+
+    /// The last segment, or nil for the root.
+    public var key: String? { segments.last }
+
+    /// The enclosing path, or nil for the root.
+    public var parent: Path? {
+        isRoot ? nil : Path(unchecked: Array(segments.dropLast()))
+    }
+
+    /// Size counted against `maxByteLength`: segment bytes plus one "/" between each.
+    public var byteLength: Int { Path.byteLength(of: segments) }
+
+    /// The child at `key` (validated; limits enforced).
+    public func appending(_ key: String) throws(TreeError) -> Path {
+        try Key.validate(key)
+        let length = segments.isEmpty ? key.utf8.count : byteLength + 1 + key.utf8.count
+        try Path.checkLimits(depth: segments.count + 1, byteLength: length)
+        return Path(unchecked: segments + [key])
+    }
+
+    /// This path followed by `other` (limits enforced).
+    public func appending(_ other: Path) throws(TreeError) -> Path {
+        let joined = segments + other.segments
+        try Path.checkLimits(depth: joined.count, byteLength: Path.byteLength(of: joined))
+        return Path(unchecked: joined)
+    }
+
+    /// Whether `other` lies strictly below this path.
+    public func isAncestor(of other: Path) -> Bool {
+        segments.count < other.segments.count && isAncestorOrSelf(of: other)
+    }
+
+    /// Whether `other` is this path or lies below it.
+    public func isAncestorOrSelf(of other: Path) -> Bool {
+        guard segments.count <= other.segments.count else { return false }
+        for (mine, theirs) in zip(segments, other.segments) where !Path.sameKey(mine, theirs) {
+            return false
+        }
+        return true
+    }
+
+    /// The remainder of this path below `ancestor` (root when equal), or nil
+    /// when `ancestor` is not an ancestor-or-self of this path.
+    public func relative(to ancestor: Path) -> Path? {
+        guard ancestor.isAncestorOrSelf(of: self) else { return nil }
+        return Path(unchecked: Array(segments.dropFirst(ancestor.segments.count)))
+    }
+
+    /// Every strict ancestor, root first (empty for the root).
+    public var ancestors: [Path] {
+        (0..<segments.count).map { Path(unchecked: Array(segments.prefix($0))) }
+    }
+
+    /// The canonical text used as the SQLite key: "" for the root, "/a/b" otherwise.
+    public var storageKey: String {
+        segments.isEmpty ? "" : "/" + segments.joined(separator: "/")
+    }
+
+    /// "/" for the root, "/a/b" otherwise.
+    public var description: String {
+        segments.isEmpty ? "/" : storageKey
+    }
+
+    // MARK: - Internals
+
+    static func byteLength(of segments: [String]) -> Int {
+        guard !segments.isEmpty else { return 0 }
+        return segments.reduce(segments.count - 1) { $0 + $1.utf8.count }
+    }
+
+    static func checkLimits(depth: Int, byteLength: Int) throws(TreeError) {
+        guard depth <= maxDepth else { throw .pathTooDeep }
+        guard byteLength <= maxByteLength else { throw .pathTooLong }
+    }
+
+    static func sameKey(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8)
+    }
+}
+
+extension Path: Hashable {
+    /// Byte-wise equality of the segments (see the type's documentation).
+    public static func == (lhs: Path, rhs: Path) -> Bool {
+        lhs.segments.count == rhs.segments.count
+            && zip(lhs.segments, rhs.segments).allSatisfy { sameKey($0, $1) }
+    }
+
+    /// Hashes the segments' UTF-8 bytes, consistent with `==`.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(segments.count)
+        for segment in segments {
+            hasher.combine(segment.utf8.count)
+            for byte in segment.utf8 { hasher.combine(byte) }
+        }
+    }
+}
+
+extension Path: Comparable {
+    /// Orders paths by the UTF-8 bytes of their `storageKey`, which is the
+    /// order SQLite's default (BINARY) collation gives the stored rows.
+    public static func < (lhs: Path, rhs: Path) -> Bool {
+        lhs.storageKey.utf8.lexicographicallyPrecedes(rhs.storageKey.utf8)
+    }
+}

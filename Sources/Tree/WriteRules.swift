@@ -1,0 +1,79 @@
+/// The write rules of lanchat (Protocol.md §5.3). They are functions of a pair and the record set
+/// alone, never of arrival order, so every node decides alike.
+///
+/// The tree is split into *zones* that only certain authors may change:
+/// - `/users/$uid`: the profile of `$uid`, written only by the author whose user id is `$uid`;
+/// - `/conversations/$cid/messages/$mid`: a message, owned by the author of its earliest pair and
+///   whose `senderId` must be that author.
+/// Everything else is the *open* zone: any member, last writer wins. A pair in the open zone never
+/// reaches into a zone: whatever its value holds at or below a zone root is ignored, and its
+/// deletes leave zones alone.
+public enum Zone: Hashable, Sendable {
+    /// Everything outside the protected zones.
+    case open
+    /// `/users/$uid`.
+    case user(uid: String)
+    /// `/conversations/$cid/messages/$mid`.
+    case message(conversation: String, message: String)
+
+    /// The zone a path lies in (zone roots belong to their own zone).
+    public static func of(_ segments: [String]) -> Zone {
+        if segments.count >= 2, segments[0] == "users" { return .user(uid: segments[1]) }
+        if segments.count >= 4, segments[0] == "conversations", segments[2] == "messages" {
+            return .message(conversation: segments[1], message: segments[3])
+        }
+        return .open
+    }
+
+    /// The zone of a path.
+    public static func of(_ path: Path) -> Zone { of(path.segments) }
+
+    /// The root path of the zone; the tree root for the open zone.
+    public var root: Path {
+        switch self {
+        case .open: return .root
+        case let .user(uid): return try! Path(segments: ["users", uid])  // keys came from a valid path
+        case let .message(c, m): return try! Path(segments: ["conversations", c, "messages", m])
+        }
+    }
+
+    /// Whether `segments` is exactly a zone root.
+    public static func isRoot(_ segments: [String]) -> Bool {
+        (segments.count == 2 && segments[0] == "users")
+            || (segments.count == 4 && segments[0] == "conversations" && segments[2] == "messages")
+    }
+
+    /// The part of `value` (written at `path` in the open zone) that lies outside every zone.
+    /// The result is normalized: objects emptied by the removal vanish.
+    public static func stripZones(_ value: JSONValue, at path: Path) -> JSONValue {
+        strip(value, path.segments)
+    }
+
+    private static func strip(_ value: JSONValue, _ segments: [String]) -> JSONValue {
+        // Zone roots are at depth 2 or 4; nothing deeper than that can start one.
+        guard segments.count < 4, case let .object(members) = value else { return value }
+        var kept = [String: JSONValue]()
+        for (key, child) in members {
+            let childSegments = segments + [key]
+            if isRoot(childSegments) { continue }
+            let stripped = strip(child, childSegments)
+            if stripped != .null { kept[key] = stripped }
+        }
+        return kept.isEmpty ? .null : .object(kept)
+    }
+
+    /// Whether a pair in a message zone obeys the senderId rule: the whole message must name its
+    /// author as `senderId` (a delete is fine), `senderId` itself may only be set to the author, and
+    /// nothing may be written below `senderId`.
+    public static func keepsSenderID(path: Path, value: JSONValue, author uid: String) -> Bool {
+        let depth = path.segments.count
+        if depth == 4 {
+            guard case let .object(members) = value else { return value == .null }
+            return members["senderId"] == .string(uid)
+        }
+        if path.segments[4] == "senderId" {
+            return depth == 5 && value == .string(uid)
+        }
+        return true
+    }
+}

@@ -1,0 +1,127 @@
+import Crypto
+import Tree
+
+/// Bounds on one record (Protocol.md §3.4).
+public enum RecordLimits {
+    /// Largest encoded record, in bytes.
+    public static let maxRecordBytes = 1 << 20
+    /// Most path/value pairs in one write.
+    public static let maxPairs = 1_000
+    /// Deepest CBOR nesting: record, body, pair, then a value at most 32 levels deep.
+    static let cbor = CBORLimits(maxDepth: 40, maxItems: 200_000)
+}
+
+/// What a record is; the number is its `kind` field on the wire.
+public enum RecordKind: UInt64, Sendable {
+    /// One or more path/value pairs applied atomically (set, update, delete).
+    case write = 1
+}
+
+/// One path/value pair of a write. A null value deletes.
+public struct WritePair: Hashable, Sendable {
+    public let path: Path
+    public let value: JSONValue
+
+    public init(path: Path, value: JSONValue) {
+        self.path = path
+        self.value = value
+    }
+}
+
+/// The content a record carries, by kind.
+public enum RecordBody: Hashable, Sendable {
+    /// Pairs sorted by path storage key, none an ancestor of another.
+    case write([WritePair])
+
+    public var kind: RecordKind {
+        switch self {
+        case .write: return .write
+        }
+    }
+}
+
+/// An immutable signed record: the unit of storage and of sync. Its bytes are canonical, its id
+/// is the BLAKE2b-256 of those bytes, and its signature covers everything else.
+public struct Record: Hashable, Sendable {
+    /// The only version this code writes and reads.
+    public static let version: UInt64 = 1
+    /// Prefixed to the unsigned bytes before signing, so a record signature can never be
+    /// mistaken for a signature made for another purpose.
+    public static let signingDomain: [UInt8] = Array("lanchat/record/v1".utf8) + [0]
+
+    public let author: PublicKey
+    /// Hybrid logical clock: milliseconds << 16 | counter.
+    public let clock: UInt64
+    public let body: RecordBody
+    public let signature: Signature
+    /// The canonical encoding (what is stored, sent and hashed).
+    public let encoded: [UInt8]
+    /// BLAKE2b-256 of `encoded`.
+    public let id: Digest32
+
+    public var kind: RecordKind { body.kind }
+
+    /// Where this record stands in write order: (clock, author, id).
+    public var order: WriteOrder { WriteOrder(clock: clock, author: author, id: id) }
+
+    /// Makes and signs a record. Throws when the body breaks a rule or the result is too large.
+    public static func make(body: RecordBody, clock: UInt64, signer: PrivateKey) throws -> Record {
+        try RecordCodec.validate(body)
+        let unsigned = RecordCodec.unsignedBytes(author: signer.publicKey, clock: clock, body: body)
+        let signature = try signer.sign(signingDomain + unsigned)
+        let encoded = RecordCodec.encode(author: signer.publicKey, clock: clock, body: body, signature: signature)
+        guard encoded.count <= RecordLimits.maxRecordBytes else {
+            throw RecordError.tooLarge(size: encoded.count, limit: RecordLimits.maxRecordBytes)
+        }
+        return Record(author: signer.publicKey, clock: clock, body: body, signature: signature,
+                      encoded: encoded, id: BLAKE2b.digest256(encoded))
+    }
+
+    /// Decodes and verifies a record from untrusted bytes. `verify: false` skips only the
+    /// signature check, for callers that verify in parallel batches (`verifySignature()`).
+    public static func decode(_ bytes: [UInt8], verify: Bool = true) throws(RecordError) -> Record {
+        let record = try RecordCodec.decode(bytes)
+        if verify && !record.verifySignature() { throw .badSignature }
+        return record
+    }
+
+    /// Checks the signature against the author and the unsigned part of the encoding.
+    public func verifySignature() -> Bool {
+        author.verify(signature, for: Record.signingDomain + RecordCodec.unsignedBytes(of: encoded))
+    }
+
+    init(author: PublicKey, clock: UInt64, body: RecordBody, signature: Signature, encoded: [UInt8], id: Digest32) {
+        self.author = author
+        self.clock = clock
+        self.body = body
+        self.signature = signature
+        self.encoded = encoded
+        self.id = id
+    }
+}
+
+/// The total order of writes: clock, then author bytes, then record id. Its 72-byte key sorts
+/// bytewise in the same order, so SQLite compares orders as BLOBs.
+public struct WriteOrder: Hashable, Sendable, Comparable {
+    public let clock: UInt64
+    public let author: PublicKey
+    public let id: Digest32
+
+    public init(clock: UInt64, author: PublicKey, id: Digest32) {
+        self.clock = clock
+        self.author = author
+        self.id = id
+    }
+
+    /// clock (8 bytes big-endian) || author (32) || id (32).
+    public var key: [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(72)
+        appendBigEndian(clock, bytes: 8, &out)
+        out += author.bytes
+        out += id.bytes
+        return out
+    }
+
+    public static func < (a: WriteOrder, b: WriteOrder) -> Bool { a.key.lexicographicallyPrecedes(b.key) }
+}

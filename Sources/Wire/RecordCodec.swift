@@ -1,0 +1,108 @@
+import Crypto
+import Tree
+
+/// Domain <-> wire conversion for records, and nothing else (Protocol.md §3).
+///
+///     record   = [version, kind, author, clock, body, signature]   ; CBOR array of 6
+///     unsigned = [version, kind, author, clock, body]              ; what is signed
+///     write    = [+ [path, value]]                                 ; kind 1
+enum RecordCodec {
+    /// Size of the trailing signature item: a byte-string head (0x58 0x40) and 64 bytes.
+    static let signatureItemBytes = 66
+
+    static func unsignedItems(author: PublicKey, clock: UInt64, body: RecordBody) -> [CBOR] {
+        [.unsigned(Record.version), .unsigned(body.kind.rawValue), .bytes(author.bytes), .unsigned(clock), encodeBody(body)]
+    }
+
+    static func unsignedBytes(author: PublicKey, clock: UInt64, body: RecordBody) -> [UInt8] {
+        CBOR.array(unsignedItems(author: author, clock: clock, body: body)).encoded()
+    }
+
+    /// The unsigned encoding recovered from a full one: the 6-item array head becomes a 5-item
+    /// head and the signature item is dropped. Valid because the signature is always last and
+    /// always 66 bytes.
+    static func unsignedBytes(of encoded: [UInt8]) -> [UInt8] {
+        [0x85] + encoded[1..<(encoded.count - signatureItemBytes)]
+    }
+
+    static func encode(author: PublicKey, clock: UInt64, body: RecordBody, signature: Signature) -> [UInt8] {
+        CBOR.array(unsignedItems(author: author, clock: clock, body: body) + [.bytes(signature.bytes)]).encoded()
+    }
+
+    static func encodeBody(_ body: RecordBody) -> CBOR {
+        switch body {
+        case let .write(pairs):
+            return .array(pairs.map { .array([.text($0.path.storageKey), TreeValueCodec.encode($0.value)]) })
+        }
+    }
+
+    /// Checks the rules of a write body that the type system does not: 1...maxPairs pairs, paths
+    /// strictly increasing by storage key, none an ancestor of another.
+    static func validate(_ body: RecordBody) throws(RecordError) {
+        switch body {
+        case let .write(pairs):
+            guard !pairs.isEmpty else { throw .invalidBody("a write needs at least one pair") }
+            guard pairs.count <= RecordLimits.maxPairs else {
+                throw .invalidBody("\(pairs.count) pairs exceed the limit of \(RecordLimits.maxPairs)")
+            }
+            for (a, b) in zip(pairs, pairs.dropFirst()) {
+                guard Array(a.path.storageKey.utf8).lexicographicallyPrecedes(Array(b.path.storageKey.utf8)) else {
+                    throw .invalidBody("paths not in strictly increasing order: \(a.path) then \(b.path)")
+                }
+            }
+            // Sorted bytewise, a path's descendants directly follow it, so checking neighbours is
+            // not enough only when a sibling sorts in between ("/a", "/a b", "/a/c"); check all
+            // ancestors against a set instead.
+            let paths = Set(pairs.map(\.path.storageKey))
+            for pair in pairs {
+                for ancestor in pair.path.ancestors where paths.contains(ancestor.storageKey) {
+                    throw .invalidBody("\(ancestor) is an ancestor of \(pair.path) in the same write")
+                }
+            }
+        }
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(RecordError) -> Record {
+        guard bytes.count <= RecordLimits.maxRecordBytes else {
+            throw .tooLarge(size: bytes.count, limit: RecordLimits.maxRecordBytes)
+        }
+        let item: CBOR
+        do { item = try CBORDecoder.decode(bytes, limits: RecordLimits.cbor) } catch { throw .malformed(error) }
+        guard case let .array(fields) = item, fields.count == 6 else {
+            throw .invalidField("a record is an array of 6 items")
+        }
+        guard case let .unsigned(version) = fields[0] else { throw .invalidField("version is not an unsigned integer") }
+        guard version == Record.version else { throw .unsupportedVersion(version) }
+        guard case let .unsigned(kindNumber) = fields[1] else { throw .invalidField("kind is not an unsigned integer") }
+        guard let kind = RecordKind(rawValue: kindNumber) else { throw .unknownKind(kindNumber) }
+        guard case let .bytes(authorBytes) = fields[2], let author = try? PublicKey(bytes: authorBytes) else {
+            throw .invalidField("author is not a 32-byte string")
+        }
+        guard case let .unsigned(clock) = fields[3] else { throw .invalidField("clock is not an unsigned integer") }
+        guard case let .bytes(signatureBytes) = fields[5], let signature = try? Signature(bytes: signatureBytes) else {
+            throw .invalidField("signature is not a 64-byte string")
+        }
+        let body: RecordBody
+        switch kind {
+        case .write: body = .write(try decodeWrite(fields[4]))
+        }
+        try validate(body)
+        return Record(author: author, clock: clock, body: body, signature: signature,
+                      encoded: bytes, id: BLAKE2b.digest256(bytes))
+    }
+
+    static func decodeWrite(_ item: CBOR) throws(RecordError) -> [WritePair] {
+        guard case let .array(items) = item else { throw .invalidBody("a write body is an array of pairs") }
+        var pairs = [WritePair]()
+        pairs.reserveCapacity(items.count)
+        for item in items {
+            guard case let .array(pair) = item, pair.count == 2, case let .text(pathText) = pair[0] else {
+                throw .invalidBody("a pair is an array of a text path and a value")
+            }
+            let path: Path
+            do { path = try Path(storageKey: pathText) } catch { throw .invalidPath("\(error)") }
+            pairs.append(WritePair(path: path, value: try TreeValueCodec.decode(pair[1], at: path)))
+        }
+        return pairs
+    }
+}

@@ -1,0 +1,77 @@
+import Tree
+
+/// Converts tree values (normalized `JSONValue`s) to and from CBOR. Numbers are IEEE doubles as in
+/// Firebase; an integral double of magnitude at most 2^53 is written as a CBOR integer and any
+/// other as the shortest exact float, so every number has one encoding.
+public enum TreeValueCodec {
+    /// Largest integer magnitude that a double holds exactly.
+    static let maxExactInteger: Double = 9_007_199_254_740_992  // 2^53
+
+    /// The CBOR form of a normalized tree value.
+    public static func encode(_ value: JSONValue) -> CBOR {
+        switch value {
+        case .null: return .null
+        case let .bool(b): return .bool(b)
+        case let .number(d):
+            if d == d.rounded(), abs(d) <= maxExactInteger {
+                return d < 0 ? .negative(UInt64(-d) - 1) : .unsigned(UInt64(d))
+            }
+            return .float(d)
+        case let .string(s): return .text(s)
+        case let .array(items):
+            // Tree values never hold arrays; encode as Firebase stores them, for robustness.
+            var pairs = [CBORPair]()
+            for (i, item) in items.enumerated() where item != .null {
+                pairs.append(CBORPair(.text(String(i)), encode(item)))
+            }
+            return pairs.isEmpty ? .null : .map(pairs)
+        case let .object(members):
+            return .map(members.map { CBORPair(.text($0.key), encode($0.value)) })
+        }
+    }
+
+    /// Reads a tree value written at `path`, refusing anything that `encode` would not produce
+    /// from a normalized value: non-text or invalid keys, empty maps, null members, arrays, byte
+    /// strings, integers beyond 2^53, floats that should have been integers, and leaf paths
+    /// beyond Firebase's depth and length limits.
+    public static func decode(_ item: CBOR, at path: Path) throws(RecordError) -> JSONValue {
+        try decode(item, at: path, allowNull: true)
+    }
+
+    private static func decode(_ item: CBOR, at path: Path, allowNull: Bool) throws(RecordError) -> JSONValue {
+        switch item {
+        case .null:
+            guard allowNull else { throw .invalidValue(path: path.description, reason: "null member inside an object") }
+            return .null
+        case let .bool(b): return .bool(b)
+        case let .unsigned(n):
+            guard Double(n) <= maxExactInteger, n <= 1 << 53 else {
+                throw .invalidValue(path: path.description, reason: "integer beyond 2^53")
+            }
+            return .number(Double(n))
+        case let .negative(n):
+            guard n < 1 << 53 else { throw .invalidValue(path: path.description, reason: "integer beyond -2^53") }
+            return .number(-Double(n) - 1)
+        case let .float(d):
+            if d == d.rounded(), abs(d) <= maxExactInteger {
+                throw .invalidValue(path: path.description, reason: "integral number \(d) must be a CBOR integer")
+            }
+            return .number(d)
+        case let .text(s): return .string(s)
+        case let .map(pairs):
+            guard !pairs.isEmpty else { throw .invalidValue(path: path.description, reason: "empty object") }
+            var members = [String: JSONValue](minimumCapacity: pairs.count)
+            for pair in pairs {
+                guard case let .text(key) = pair.key else {
+                    throw .invalidValue(path: path.description, reason: "object key is not text")
+                }
+                let child: Path
+                do { child = try path.appending(key) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
+                members[key] = try decode(pair.value, at: child, allowNull: false)
+            }
+            return .object(members)
+        case .array: throw .invalidValue(path: path.description, reason: "arrays are stored as objects")
+        case .bytes: throw .invalidValue(path: path.description, reason: "byte strings are not tree values")
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import CLI
+import SQLite
+
+@Suite("Export and import")
+struct ExportImportTests {
+    /// Two nodes that wrote concurrently (the same paths included).
+    func twoNodes() -> (CLIHarness, CLIHarness) {
+        let a = CLIHarness(), b = CLIHarness()
+        a.run("init", "--name", "Alice Smith")
+        b.run("init", "--name", "Bob Jones")
+        for (cli, who) in [(a, "alice"), (b, "bob")] {
+            cli.run("set", "/shared/title", "\"\(who)'s title\"")
+            cli.run("set", "/shared/\(who)", #"{"x":1,"y":[1,2,3]}"#)
+            cli.run("update", "/shared", "{\"count\":\(who.count),\"note\":\"by \(who)\"}")
+            cli.run("send", "general", "hello from \(who)")
+            cli.run("delete", "/shared/\(who)/x")
+        }
+        b.now += 5  // Bob's clock runs a little ahead: his writes win the shared paths.
+        b.run("set", "/shared/title", "\"final\"")
+        return (a, b)
+    }
+
+    @Test("each export imported into the other, in either order, gives identical trees", arguments: [false, true])
+    func convergence(aFirst: Bool) {
+        let (a, b) = twoNodes()
+        let exportA = a.run("export").out
+        let exportB = b.run("export").out
+        if aFirst {
+            b.input = exportA; #expect(b.run("import").status == 0)
+            a.input = exportB; #expect(a.run("import").status == 0)
+        } else {
+            a.input = exportB; #expect(a.run("import").status == 0)
+            b.input = exportA; #expect(b.run("import").status == 0)
+        }
+        let treeA = a.run("get", "/").line
+        #expect(treeA == b.run("get", "/").line)
+        #expect(treeA.contains(#""title":"final""#))
+        #expect(a.run("messages", "general").text.split(separator: "\n").count == 2)
+        // Importing again adds nothing.
+        a.input = exportB
+        #expect(a.run("import").err.contains("imported 0 new records"))
+    }
+
+    @Test("a flipped bit refuses that record only; the store stays sound")
+    func flippedBit() throws {
+        let (a, b) = twoNodes()
+        var stream = b.run("export").out
+        // Flip one bit inside the third record's bytes.
+        var offset = 16
+        for _ in 0..<2 { offset += 4 + stream[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) } }
+        stream[offset + 4 + 40] ^= 0x04
+        a.input = stream
+        let result = a.run("import")
+        #expect(result.status == 1)
+        #expect(result.err.contains("record #3 refused:"))
+        #expect(result.err.contains("imported 6 new records"))
+        let db = try Connection(path: a.directory + "/store.sqlite")
+        #expect(try db.integrityCheck() == ["ok"])
+    }
+
+    @Test("a damaged stream is refused whole and changes nothing")
+    func damagedStream() {
+        let (a, b) = twoNodes()
+        let before = a.run("get", "/").line
+        let stream = b.run("export").out
+        for damaged in [Array(stream.dropLast(3)), Array("not a stream".utf8), Array(stream) + [0]] {
+            a.input = damaged
+            let result = a.run("import")
+            #expect(result.status == 1 && result.err.contains("nothing imported"))
+        }
+        #expect(a.run("get", "/").line == before)
+    }
+}
