@@ -19,10 +19,12 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["CSodium"]),
         .target(name: "Tree"),
         .target(name: "Wire", dependencies: ["Tree", "Crypto"]),
+        .target(name: "Sync", dependencies: ["Wire", "Tree", "Crypto"]),
 
         // IO layers.
         .target(name: "SQLite", dependencies: ["CSQLite"]),
         .target(name: "Store", dependencies: ["SQLite", "Wire", "Tree", "Crypto"]),
+        .target(name: "Transport"),
 
         // Commands and the executables (whose mains are one line).
         .target(name: "CLI", dependencies: ["Store", "Wire", "Tree", "Crypto"]),
@@ -34,6 +36,8 @@ let package = Package(
         .testTarget(name: "TreeTests", dependencies: ["Tree"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", "Tree", "Crypto"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
+        .testTarget(name: "SyncTests", dependencies: ["Sync", "Wire", "Tree", "Crypto"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["CLI"]),
     ],

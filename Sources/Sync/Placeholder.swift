@@ -1,0 +1,1 @@
+// The sans-IO protocol state machines (see README Architecture).

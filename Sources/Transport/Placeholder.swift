@@ -1,0 +1,1 @@
+// Dispatch-source sockets and timers.
