@@ -57,14 +57,18 @@ public final class Store {
     }
 
     /// Advances the clock for a local write and persists it (inside the caller's transaction).
+    /// The persisted value is read again first: another process (the CLI beside a running node)
+    /// may have written since, and the write lock held by the transaction orders the two.
     func nextClock(nowMillis: UInt64) throws -> UInt64 {
+        let persisted = UInt64(bitPattern: try db.scalarInt("SELECT value FROM meta WHERE key = 'clock'") ?? 0)
+        clock.last = max(clock.last, persisted)
         let stamp = clock.send(nowMillis: nowMillis)
         try saveClock()
         return stamp
     }
 
     func saveClock() throws {
-        try db.run("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        try db.run("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)",
                    [.integer(Int64(bitPattern: clock.last))])
     }
 }

@@ -1,0 +1,126 @@
+import Crypto
+
+/// The messages of a session after its handshake (Protocol.md §8). Each travels as one frame
+/// of the session's decrypted byte stream.
+///
+///     frame   = length:u32be message          ; 1 <= length <= 2 MiB
+///     message = [1, author, instance, count, fingerprint]   ; hello: first frame each way
+///             / [2, negentropy]                             ; reconcile (initiator)
+///             / [3, negentropy]                             ; reconcile reply (responder)
+///             / [4, [* record]]                             ; records
+///             / [5, [* id]]                                 ; want: ids the sender lacks
+public enum SessionMessage: Equatable, Sendable {
+    case hello(author: PublicKey, instance: [UInt8], recordCount: UInt64, fingerprint: [UInt8])
+    case reconcile([UInt8])
+    case reconcileReply([UInt8])
+    case records([[UInt8]])
+    case want([Digest32])
+
+    /// Largest frame either side sends or accepts.
+    public static let maxFrameBytes = 2 << 20
+    /// Most ids in one `want`.
+    public static let maxWantIDs = 8192
+    /// Records are batched up to this many bytes per `records` message (a single larger record
+    /// travels alone).
+    public static let recordBatchBytes = 512 << 10
+
+    public func encoded() -> [UInt8] {
+        let item: CBOR
+        switch self {
+        case let .hello(author, instance, count, fingerprint):
+            item = .array([.unsigned(1), .bytes(author.bytes), .bytes(instance), .unsigned(count), .bytes(fingerprint)])
+        case let .reconcile(message): item = .array([.unsigned(2), .bytes(message)])
+        case let .reconcileReply(message): item = .array([.unsigned(3), .bytes(message)])
+        case let .records(records): item = .array([.unsigned(4), .array(records.map { .bytes($0) })])
+        case let .want(ids): item = .array([.unsigned(5), .array(ids.map { .bytes($0.bytes) })])
+        }
+        return item.encoded()
+    }
+
+    /// A frame: the length prefix and the message.
+    public func framed() -> [UInt8] {
+        let body = encoded()
+        var out = [UInt8]()
+        out.reserveCapacity(body.count + 4)
+        appendBigEndian(UInt64(body.count), bytes: 4, &out)
+        return out + body
+    }
+
+    /// Why a peer's message was refused; the session is closed and the peer penalised.
+    public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
+        case malformed(String)
+        case frameTooLarge(Int)
+
+        public var description: String {
+            switch self {
+            case let .malformed(why): return "malformed session message: \(why)"
+            case let .frameTooLarge(n): return "session frame of \(n) bytes exceeds \(SessionMessage.maxFrameBytes)"
+            }
+        }
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> SessionMessage {
+        let item: CBOR
+        do { item = try CBORDecoder.decode(bytes, limits: CBORLimits(maxDepth: 3, maxItems: 20_000)) } catch {
+            throw .malformed("\(error)")
+        }
+        guard case let .array(fields) = item, case let .unsigned(type)? = fields.first else { throw .malformed("not a typed array") }
+        switch (type, fields.count) {
+        case (1, 5):
+            guard case let .bytes(author) = fields[1], let key = try? PublicKey(bytes: author),
+                  case let .bytes(instance) = fields[2], instance.count == Beacon.instanceByteCount,
+                  case let .unsigned(count) = fields[3], case let .bytes(fingerprint) = fields[4], fingerprint.count == 16
+            else { throw .malformed("bad hello") }
+            return .hello(author: key, instance: instance, recordCount: count, fingerprint: fingerprint)
+        case (2, 2), (3, 2):
+            guard case let .bytes(message) = fields[1] else { throw .malformed("bad reconcile message") }
+            return type == 2 ? .reconcile(message) : .reconcileReply(message)
+        case (4, 2):
+            guard case let .array(items) = fields[1] else { throw .malformed("bad records") }
+            var records = [[UInt8]]()
+            for item in items {
+                guard case let .bytes(record) = item else { throw .malformed("a record is not a byte string") }
+                records.append(record)
+            }
+            return .records(records)
+        case (5, 2):
+            guard case let .array(items) = fields[1], items.count <= maxWantIDs else { throw .malformed("bad want") }
+            var ids = [Digest32]()
+            for item in items {
+                guard case let .bytes(id) = item, let digest = try? Digest32(bytes: id) else { throw .malformed("an id is not 32 bytes") }
+                ids.append(digest)
+            }
+            return .want(ids)
+        default:
+            throw .malformed("unknown message type \(type) with \(fields.count) fields")
+        }
+    }
+}
+
+/// Cuts a byte stream into frames, holding at most one partial frame: a declared length above
+/// the limit is refused at once, before anything is buffered for it.
+public struct FrameReader: Sendable {
+    private var buffer: [UInt8] = []
+    private var start = 0
+    public let maxFrameBytes: Int
+
+    public init(maxFrameBytes: Int = SessionMessage.maxFrameBytes) { self.maxFrameBytes = maxFrameBytes }
+
+    /// Adds received bytes and returns every complete frame body.
+    public mutating func push(_ bytes: [UInt8]) throws(SessionMessage.DecodeError) -> [[UInt8]] {
+        buffer += bytes
+        var frames = [[UInt8]]()
+        while buffer.count - start >= 4 {
+            let length = buffer[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
+            guard length > 0, length <= maxFrameBytes else { throw .frameTooLarge(length) }
+            guard buffer.count - start - 4 >= length else { break }
+            frames.append(Array(buffer[start + 4..<start + 4 + length]))
+            start += 4 + length
+        }
+        if start > 0 && (start == buffer.count || start > 1 << 16) {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        return frames
+    }
+}
