@@ -26,9 +26,13 @@ let package = Package(
         .target(name: "Store", dependencies: ["SQLite", "Wire", "Tree", "Crypto"]),
         .target(name: "Transport"),
 
+        // The composition root: a running node.
+        .target(name: "Node", dependencies: ["Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+
         // Commands and the executables (whose mains are one line).
-        .target(name: "CLI", dependencies: ["Store", "Wire", "Tree", "Crypto"]),
+        .target(name: "CLI", dependencies: ["Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
         .executableTarget(name: "lanchat", dependencies: ["CLI"]),
+        .executableTarget(name: "NoiseInterop", dependencies: ["Sync", "Crypto"]),
         .target(name: "Bench", dependencies: ["Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
 

@@ -21,6 +21,8 @@ struct ArgumentSpec: Sendable {
 /// The declaration of a subcommand.
 struct CommandSpec: Sendable {
     let name: String
+    /// Whether the command writes records (a running node is then told to push them).
+    var writes = false
     let abstract: String
     var discussion: String = ""
     var arguments: [ArgumentSpec] = []

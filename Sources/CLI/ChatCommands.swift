@@ -18,6 +18,7 @@ enum ChatCommands {
 
     static let send = Command(spec: CommandSpec(
         name: "send",
+        writes: true,
         abstract: "Send a text message to a conversation; print its key.",
         arguments: [conversationArgument, ArgumentSpec(name: "TEXT", help: "The message text.")]
     )) { context in

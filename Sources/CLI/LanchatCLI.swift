@@ -1,4 +1,5 @@
 import Foundation
+import Node
 import Store
 import Tree
 
@@ -8,7 +9,7 @@ public enum LanchatCLI {
     static let version = "0.1.0"
 
     /// The subcommands, in the order help lists them.
-    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + TransferCommands.all
+    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + TransferCommands.all + NodeCommands.all
 
     static var overview: String {
         var lines = [
@@ -72,6 +73,10 @@ public enum LanchatCLI {
             }
             let context = CommandContext(arguments: parsed, console: console)
             try command.run(context)
+            if command.spec.writes {
+                // A node running on this directory pushes the new records at once.
+                _ = ControlClient.ask(context.dataDirectory, "sync", timeoutSeconds: 2)
+            }
             return 0
         } catch let error as UsageError {
             return usageFailure(error.message, command, console)

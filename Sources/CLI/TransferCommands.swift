@@ -35,6 +35,7 @@ enum TransferCommands {
 
     static let `import` = Command(spec: CommandSpec(
         name: "import",
+        writes: true,
         abstract: "Read an export stream, verify each record, and store the valid ones.",
         discussion: "Reads FILE, or standard input when FILE is absent or '-'. A damaged stream is refused whole; a record that fails verification is reported with its reason and the rest are stored (exit status 1 if any was refused).",
         arguments: [ArgumentSpec(name: "FILE", help: "The export stream to read.", optional: true)]

@@ -21,6 +21,7 @@ enum TreeCommands {
 
     static let set = Command(spec: CommandSpec(
         name: "set",
+        writes: true,
         abstract: "Replace the value at a path.",
         arguments: [pathArgument, jsonArgument]
     )) { context in
@@ -32,6 +33,7 @@ enum TreeCommands {
 
     static let update = Command(spec: CommandSpec(
         name: "update",
+        writes: true,
         abstract: "Replace several children of a path at once.",
         discussion: "JSON is an object whose keys are paths relative to PATH (\"c/d\" is allowed); null deletes. Each listed child is replaced as a whole.",
         arguments: [pathArgument, ArgumentSpec(name: "JSON", help: "An object of relative paths to values.")]
@@ -48,6 +50,7 @@ enum TreeCommands {
 
     static let push = Command(spec: CommandSpec(
         name: "push",
+        writes: true,
         abstract: "Add a child with a new time-ordered key; print the key.",
         arguments: [pathArgument, jsonArgument]
     )) { context in
@@ -60,6 +63,7 @@ enum TreeCommands {
 
     static let delete = Command(spec: CommandSpec(
         name: "delete",
+        writes: true,
         abstract: "Remove the value at a path.",
         arguments: [pathArgument]
     )) { context in

@@ -11,6 +11,8 @@ public struct IngestReport: Sendable {
     public var duplicates = 0
     /// Records not stored, by position in the batch, with the reason.
     public var refused: [(index: Int, reason: String)] = []
+    /// Positions in the batch of the records stored for the first time.
+    public var addedIndices: [Int] = []
 
     public init() {}
 }
@@ -31,6 +33,7 @@ extension Store {
                 if try insert(record) {
                     try apply(record)
                     report.added += 1
+                    report.addedIndices.append(index)
                     newest = max(newest, record.clock)
                 } else {
                     report.duplicates += 1

@@ -1,0 +1,84 @@
+internal import CSodium
+
+/// ChaCha20-Poly1305 in the IETF form (RFC 8439: 96-bit nonce), the cipher Noise names
+/// "ChaChaPoly". Noise addresses messages by a 64-bit counter, so the nonce here is that counter;
+/// it is laid out as Noise §12.3 says: four zero bytes, then the counter little-endian.
+public enum ChaChaPoly {
+    public static let keyByteCount = 32
+    public static let tagByteCount = 16
+
+    /// Encrypts and authenticates `plaintext` and authenticates `ad`; returns ciphertext || tag.
+    /// The key length is a programming error, not an input error, hence a precondition.
+    public static func seal(key: SecretBytes, nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
+        key.withUnsafeBytes { seal(rawKey: $0, nonce: noiseNonce(nonce), ad: ad, plaintext: plaintext) }
+    }
+
+    /// `seal` with a key given as plain bytes (test vectors).
+    public static func seal(key: [UInt8], nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
+        key.withUnsafeBytes { seal(rawKey: $0, nonce: noiseNonce(nonce), ad: ad, plaintext: plaintext) }
+    }
+
+    /// Checks and decrypts ciphertext || tag. Throws when the tag does not verify (wrong key,
+    /// nonce or ad, or a modified message); no plaintext is released in that case.
+    public static func open(key: SecretBytes, nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withUnsafeBytes { open(rawKey: $0, nonce: noiseNonce(nonce), ad: ad, ciphertext: ciphertext) }.get()
+    }
+
+    /// `open` with a key given as plain bytes (test vectors).
+    public static func open(key: [UInt8], nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withUnsafeBytes { open(rawKey: $0, nonce: noiseNonce(nonce), ad: ad, ciphertext: ciphertext) }.get()
+    }
+
+    /// `seal` with an arbitrary 12-byte IETF nonce: only for RFC 8439's vectors, whose nonce does
+    /// not have Noise's layout.
+    public static func seal(key: [UInt8], ietfNonce: [UInt8], ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
+        key.withUnsafeBytes { seal(rawKey: $0, nonce: ietfNonce, ad: ad, plaintext: plaintext) }
+    }
+
+    /// `open` with an arbitrary 12-byte IETF nonce (RFC 8439's vectors).
+    public static func open(key: [UInt8], ietfNonce: [UInt8], ad: [UInt8], ciphertext: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try key.withUnsafeBytes { open(rawKey: $0, nonce: ietfNonce, ad: ad, ciphertext: ciphertext) }.get()
+    }
+
+    /// The 12-byte IETF nonce for a Noise counter.
+    static func noiseNonce(_ counter: UInt64) -> [UInt8] {
+        [0, 0, 0, 0] + (0..<8).map { UInt8(truncatingIfNeeded: counter >> (8 * UInt64($0))) }
+    }
+
+    private static func seal(rawKey: UnsafeRawBufferPointer, nonce n: [UInt8], ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
+        precondition(rawKey.count == keyByteCount, "ChaCha20-Poly1305 key must be 32 bytes")
+        precondition(n.count == 12, "ChaCha20-Poly1305 IETF nonce must be 12 bytes")
+        Sodium.ready()
+        var out = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
+        var outLength: UInt64 = 0
+        plaintext.withUnsafeBufferPointer { p in
+            ad.withUnsafeBufferPointer { a in
+                _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                    &out, &outLength, p.baseAddress, UInt64(p.count), a.baseAddress, UInt64(a.count),
+                    nil, n, rawKey.bindMemory(to: UInt8.self).baseAddress!)
+            }
+        }
+        return out
+    }
+
+    /// Returns a `Result` because the `withUnsafeBytes` callers only rethrow untyped errors.
+    private static func open(rawKey: UnsafeRawBufferPointer, nonce n: [UInt8], ad: [UInt8], ciphertext: [UInt8]) -> Result<[UInt8], CryptoError> {
+        precondition(rawKey.count == keyByteCount, "ChaCha20-Poly1305 key must be 32 bytes")
+        guard ciphertext.count >= tagByteCount else {
+            return .failure(.operationFailed("ChaCha20-Poly1305 ciphertext shorter than its tag"))
+        }
+        precondition(n.count == 12, "ChaCha20-Poly1305 IETF nonce must be 12 bytes")
+        Sodium.ready()
+        var out = [UInt8](repeating: 0, count: ciphertext.count - tagByteCount)
+        var outLength: UInt64 = 0
+        let rc = ciphertext.withUnsafeBufferPointer { c in
+            ad.withUnsafeBufferPointer { a in
+                crypto_aead_chacha20poly1305_ietf_decrypt(
+                    &out, &outLength, nil, c.baseAddress!, UInt64(c.count), a.baseAddress, UInt64(a.count),
+                    n, rawKey.bindMemory(to: UInt8.self).baseAddress!)
+            }
+        }
+        guard rc == 0 else { return .failure(.operationFailed("ChaCha20-Poly1305 authentication failed")) }
+        return .success(out)
+    }
+}

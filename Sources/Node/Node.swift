@@ -1,0 +1,129 @@
+import Crypto
+import Dispatch
+import Foundation
+import Store
+import Sync
+import Transport
+import Tree
+import Wire
+
+/// The composition root of a running node. One serial queue owns all of its state: transport
+/// callbacks, timers and control requests all run there, and feed the sans-IO session machines
+/// whose actions are carried out on the store and the sockets.
+public final class Node: @unchecked Sendable {
+    public let queue = DispatchQueue(label: "lanchat.node")
+    let store: Store
+    let identity: PrivateKey
+    let network: NetworkKey
+    let datagramKey: SecretBytes
+    public let config: NodeConfig
+    /// Random per start: tells peers (and ourselves, on loopback) this process apart.
+    let instance = secureRandomBytes(Beacon.instanceByteCount)
+
+    var recordSet: RecordSet
+    /// Arrival number of the newest record this node has handled (others may be written by the
+    /// CLI in another process; they are picked up and pushed by `pickUpLocalWrites`).
+    var handledSequence: Int64
+    var listener: TCPListener?
+    var sessionSocket: UDPSocket?
+    var discoverySocket: UDPSocket?
+    var timers: [any Cancellable] = []
+    var sessions: [ObjectIdentifier: SessionSlot] = [:]
+    var discovered: [PublicKey: DiscoveredPeer] = [:]
+    var banned: [String: Double] = [:]
+    var manualRetry: [SocketAddress: Double] = [:]
+    var running = false
+    public private(set) var listenAddress: SocketAddress
+
+    public var userID: String { identity.publicKey.userID }
+
+    public init(store: Store, identity: PrivateKey, network: NetworkKey, config: NodeConfig) throws {
+        self.store = store
+        self.identity = identity
+        self.network = network
+        self.config = config
+        datagramKey = network.datagramKey
+        recordSet = RecordSet(try store.recordKeys())
+        handledSequence = try store.lastSequence()
+        listenAddress = config.listen
+    }
+
+    /// Binds the sockets and starts the timers. Call from any thread except the node's queue.
+    public func start() throws {
+        try queue.sync {
+            let listener = try TCPListener(bind: config.listen, queue: queue)
+            self.listener = listener
+            listenAddress = listener.localAddress
+            listener.start { [self] connection in accept(connection) }
+            // A unicast UDP socket on the session port, for records pushed as datagrams.
+            let udp = try UDPSocket(bind: listenAddress, queue: queue)
+            sessionSocket = udp
+            udp.start { [self] bytes, from in receiveDatagram(bytes, from: from) }
+            if config.discovery { try startDiscovery() }
+            running = true
+            timers.append(RepeatingTimer(interval: config.antiEntropyInterval, queue: queue) { [self] in antiEntropyTick() })
+            for peer in config.manualPeers { connect(to: peer, expected: nil, manual: true) }
+        }
+    }
+
+    /// Closes every session and socket. Safe to call twice.
+    public func stop() {
+        queue.sync {
+            guard running else { return }
+            running = false
+            for timer in timers { timer.cancel() }
+            timers.removeAll()
+            for slot in sessions.values { slot.connection.close() }
+            sessions.removeAll()
+            listener?.close()
+            sessionSocket?.close()
+            discoverySocket?.close()
+        }
+    }
+
+    // MARK: Names and logging
+
+    /// "Alice Smith (abcd1234)" for logs.
+    func describe(_ author: PublicKey) -> String {
+        let short = String(author.userID.prefix(8))
+        guard let path = try? Path(segments: ["users", author.userID]),
+              case let .object(profile)? = try? store.value(at: path) else { return short }
+        let name = [profile["first_name"], profile["last_name"]].compactMap { value -> String? in
+            if case let .string(s)? = value, !s.isEmpty { return s }
+            return nil
+        }.joined(separator: " ")
+        return name.isEmpty ? short : "\(name) (\(short))"
+    }
+
+    func log(_ line: String) { config.log(line) }
+
+    // MARK: Status
+
+    /// A snapshot for `lanchat status` and `lanchat peers`.
+    public func status() -> NodeStatus {
+        queue.sync { statusOnQueue() }
+    }
+
+    func statusOnQueue() -> NodeStatus {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let now = monotonicSeconds()
+            var peers = [PublicKey: PeerStatus]()
+            for (author, peer) in discovered {
+                peers[author] = PeerStatus(userID: author.userID, name: describe(author), address: peer.address.description,
+                                           connected: false, discovered: true, lastSeenSecondsAgo: now - peer.lastSeen,
+                                           recordCount: peer.recordCount)
+            }
+            for slot in sessions.values where slot.established {
+                guard let author = slot.peer else { continue }
+                var entry = peers[author] ?? PeerStatus(userID: author.userID, name: describe(author),
+                                                        address: slot.connection.remoteAddress.description, connected: true,
+                                                        discovered: false, lastSeenSecondsAgo: nil, recordCount: nil)
+                entry.connected = true
+                peers[author] = entry
+            }
+            return NodeStatus(userID: userID, name: describe(identity.publicKey), listen: listenAddress.description,
+                              network: network.fingerprint, records: recordSet.count,
+                              fingerprint: Hex.encode(recordSet.fingerprint),
+                              peers: peers.values.sorted { $0.name < $1.name }, pid: getpid())
+    }
+}

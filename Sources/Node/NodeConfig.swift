@@ -1,0 +1,38 @@
+import Dispatch
+import Transport
+
+/// How a node runs: addresses, discovery, timers and limits (Protocol.md §9 lists the limits).
+public struct NodeConfig: Sendable {
+    /// TCP (and unicast UDP) address for sessions; port 0 picks a free port.
+    public var listen: SocketAddress
+    /// Beacons on the LAN; off leaves only manual peers.
+    public var discovery = true
+    /// UDP port beacons are sent to and heard on, shared by every node of a host.
+    public var discoveryPort: UInt16 = 47777
+    /// Interfaces (by name, e.g. "lo", "eth0") that beacons use; empty means every IPv4 interface.
+    public var discoveryInterfaces: [String] = []
+    /// The IPv4 multicast group of beacons.
+    public var multicastGroup = "239.255.77.77"
+    /// Peers to keep a session with whether or not they are discovered (routed networks).
+    public var manualPeers: [SocketAddress] = []
+    /// Time between beacons; a peer unheard for three intervals is lost.
+    public var beaconInterval: DispatchTimeInterval = .seconds(2)
+    /// Time between anti-entropy rounds with a random connected peer.
+    public var antiEntropyInterval: DispatchTimeInterval = .seconds(2)
+    /// A session that has not finished its handshake and hello by then is closed.
+    public var handshakeTimeout: DispatchTimeInterval = .seconds(10)
+    /// A session with no traffic for this long is closed.
+    public var idleTimeoutSeconds: Double = 120
+    /// Most sessions at once, inbound and outbound together.
+    public var maxSessions = 64
+    /// How long a peer that broke the protocol is ignored.
+    public var banSeconds: Double = 60
+    /// Records up to this size are also pushed as sealed datagrams to live peers.
+    public var datagramRecordBytes = 1000
+    /// Where peer events are reported, one line each.
+    public var log: @Sendable (String) -> Void = { _ in }
+
+    public init(listen: SocketAddress) {
+        self.listen = listen
+    }
+}

@@ -1,0 +1,148 @@
+import Crypto
+import Dispatch
+import Sync
+import Transport
+import Wire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Discovery: sealed beacons to the multicast group and to each interface's broadcast address,
+/// heard on a port that every node of the host shares (SO_REUSEPORT).
+extension Node {
+    func startDiscovery() throws {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let any = try SocketAddress(host: "0.0.0.0", port: config.discoveryPort)
+        let socket = try UDPSocket(bind: any, queue: queue, reuseAddress: true, reusePort: true, broadcast: true)
+        discoverySocket = socket
+        let group = try SocketAddress(host: config.multicastGroup, port: config.discoveryPort)
+        var joined = 0
+        for interface in discoveryInterfaces() {
+            if (try? socket.joinMulticast(group: group, interfaceAddress: interface.address)) != nil { joined += 1 }
+        }
+        guard joined > 0 else {
+            throw DiscoveryError.noInterface(config.discoveryInterfaces)
+        }
+        socket.start { [self] bytes, from in receiveBeacon(bytes, from: from) }
+        sendBeacon()
+        timers.append(RepeatingTimer(interval: config.beaconInterval, queue: queue) { [self] in sendBeacon() })
+    }
+
+    /// Announces this node on every IPv4 interface: to the multicast group and the broadcast address.
+    func sendBeacon() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let socket = discoverySocket else { return }
+        let beacon = Beacon(author: identity.publicKey, instance: instance, port: listenAddress.port,
+                            recordCount: UInt64(recordSet.count), fingerprint: recordSet.fingerprint)
+        let datagram = Datagram.beacon(beacon).seal(key: datagramKey)
+        guard let group = try? SocketAddress(host: config.multicastGroup, port: config.discoveryPort) else { return }
+        for interface in discoveryInterfaces() {
+            if (try? socket.setMulticastInterface(interface.address)) != nil { try? socket.send(datagram, to: group) }
+            if let broadcast = interface.broadcast, let target = try? SocketAddress(host: broadcast.host, port: config.discoveryPort) {
+                try? socket.send(datagram, to: target)
+            }
+        }
+    }
+
+    func receiveBeacon(_ bytes: [UInt8], from source: SocketAddress) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard case let .beacon(beacon)? = Datagram.open(bytes, key: datagramKey) else { return }
+        if beacon.author == identity.publicKey && beacon.instance == instance { return }
+        guard let address = try? SocketAddress(host: source.host, port: beacon.port), !isBanned(source.host) else { return }
+        let now = monotonicSeconds()
+        let known = discovered[beacon.author]
+        discovered[beacon.author] = DiscoveredPeer(author: beacon.author, instance: beacon.instance, address: address,
+                                                   lastSeen: now, recordCount: beacon.recordCount, fingerprint: beacon.fingerprint)
+        if known == nil || known?.instance != beacon.instance {
+            log("discovered \(describe(beacon.author)) at \(address) (\(beacon.recordCount) records)")
+            sendBeacon()  // answer at once, so the newcomer learns of us without waiting
+        }
+        let inSync = beacon.recordCount == UInt64(recordSet.count) && beacon.fingerprint == recordSet.fingerprint
+        let hasSession = sessions.values.contains { $0.peer == beacon.author || ($0.outbound && $0.connection.remoteAddress == address) }
+        // The smaller identity dials, so two nodes never open two sessions to each other at once.
+        if !inSync && !hasSession && identity.publicKey < beacon.author {
+            connect(to: address, expected: beacon.author, manual: false)
+        }
+    }
+
+    /// The interfaces beacons use: all IPv4 ones, or those named in the configuration.
+    func discoveryInterfaces() -> [Interfaces.IPv4] {
+        let all = Interfaces.ipv4()
+        guard !config.discoveryInterfaces.isEmpty else { return all }
+        return all.filter { config.discoveryInterfaces.contains($0.name) }
+    }
+
+    func expirePeers(now: Double) {
+        let limit = 3 * config.beaconInterval.seconds
+        for (author, peer) in discovered where now - peer.lastSeen > limit {
+            discovered.removeValue(forKey: author)
+            log("lost \(describe(author)): no beacon for \(Int(limit)) s")
+        }
+    }
+}
+
+/// The host's IPv4 interfaces that are up and can multicast, from getifaddrs.
+enum Interfaces {
+    struct IPv4 {
+        let name: String
+        let address: SocketAddress
+        let broadcast: SocketAddress?
+    }
+
+    static func ipv4() -> [IPv4] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var result = [IPv4]()
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            defer { cursor = entry.pointee.ifa_next }
+            let flags = Int32(entry.pointee.ifa_flags)
+            // Loopback carries multicast between the nodes of one host even without IFF_MULTICAST.
+            guard let addr = entry.pointee.ifa_addr, addr.pointee.sa_family == sa_family_t(AF_INET),
+                  flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST | IFF_LOOPBACK) != 0 else { continue }
+            guard let address = host(of: addr).flatMap({ try? SocketAddress(host: $0, port: 0) }) else { continue }
+            var broadcast: SocketAddress?
+            if flags & Int32(IFF_BROADCAST) != 0, let b = entry.pointee.ifa_ifu.ifu_broadaddr {
+                broadcast = host(of: b).flatMap { try? SocketAddress(host: $0, port: 0) }
+            }
+            result.append(IPv4(name: String(cString: entry.pointee.ifa_name), address: address, broadcast: broadcast))
+        }
+        return result
+    }
+
+    private static func host(of addr: UnsafeMutablePointer<sockaddr>) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        return addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+            var a = sin.pointee.sin_addr
+            guard inet_ntop(AF_INET, &a, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+    }
+}
+
+extension DispatchTimeInterval {
+    var seconds: Double {
+        switch self {
+        case let .seconds(s): return Double(s)
+        case let .milliseconds(ms): return Double(ms) / 1000
+        case let .microseconds(us): return Double(us) / 1e6
+        case let .nanoseconds(ns): return Double(ns) / 1e9
+        default: return .infinity
+        }
+    }
+}
+
+/// Discovery could not start.
+enum DiscoveryError: Error, CustomStringConvertible {
+    /// No usable IPv4 interface (or none of the named ones) could join the beacon group.
+    case noInterface([String])
+
+    var description: String {
+        switch self {
+        case let .noInterface(names):
+            return names.isEmpty ? "no IPv4 interface can join the discovery group"
+                : "none of the interfaces \(names.joined(separator: ", ")) is up with an IPv4 address"
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Crypto
+import Dispatch
+import Store
+import Sync
+import Transport
+import Wire
+
+/// Records in: verified in parallel across cores, stored in one transaction per batch, then
+/// pushed on to the other peers. Records out: local writes pushed at once.
+extension Node {
+    /// Decodes and verifies records on every core. `nil` if any record is invalid: a peer that
+    /// sends one is disconnected, since honest nodes only relay verified records.
+    static func verify(_ encodings: [[UInt8]]) -> [Record]? {
+        let results = UnsafeMutableBufferPointer<Record?>.allocate(capacity: encodings.count)
+        results.initialize(repeating: nil)
+        defer { results.deinitialize(); results.deallocate() }
+        let slots = UncheckedSendable(results)
+        let chunk = 64
+        DispatchQueue.concurrentPerform(iterations: (encodings.count + chunk - 1) / chunk) { part in
+            for i in (part * chunk)..<min((part + 1) * chunk, encodings.count) {
+                slots.value[i] = try? Record.decode(encodings[i])
+            }
+        }
+        var records = [Record]()
+        records.reserveCapacity(encodings.count)
+        for record in results {
+            guard let record else { return nil }
+            records.append(record)
+        }
+        return records
+    }
+
+    func ingest(_ encodings: [[UInt8]], from slot: SessionSlot?) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let records = Node.verify(encodings) else {
+            if let slot { close(slot, reason: "sent an invalid record", misbehaved: true) }
+            return
+        }
+        store(records, from: slot)
+    }
+
+    /// Stores verified records and relays the new ones to every other session.
+    func store(_ records: [Record], from slot: SessionSlot?) {
+        let report: IngestReport
+        do {
+            report = try store.ingest(records, nowMillis: wallMillis())
+        } catch {
+            log("could not store records: \(error)")
+            return
+        }
+        guard report.added > 0 else { return }
+        let added = report.addedIndices.map { records[$0] }
+        for record in added { recordSet.insert(clock: record.clock, id: record.id.bytes) }
+        handledSequence = max(handledSequence, (try? store.lastSequence()) ?? handledSequence)
+        if let slot, let peer = slot.peer, slot.machine.isReconciling == false, added.count > 1 {
+            log("received \(added.count) records from \(describe(peer))")
+        }
+        relay(added.map(\.encoded), except: slot)
+    }
+
+    func relay(_ encodings: [[UInt8]], except source: SessionSlot?) {
+        for other in sessions.values where other !== source && other.established {
+            perform(other.machine.push(encodings), on: other)
+        }
+    }
+
+    /// Records written into the store by another process (the CLI while this node runs):
+    /// add them to the set and push them at once, by session and, when small, by datagram.
+    public func pickUpLocalWritesNow() {
+        queue.async { [self] in pickUpLocalWrites() }
+    }
+
+    func pickUpLocalWrites() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let fresh = try? store.records(after: handledSequence), !fresh.isEmpty else { return }
+        var encodings = [[UInt8]]()
+        for (sequence, bytes) in fresh {
+            handledSequence = max(handledSequence, sequence)
+            guard let record = try? Record.decode(bytes, verify: false) else { continue }
+            let before = recordSet.count
+            recordSet.insert(clock: record.clock, id: record.id.bytes)
+            if recordSet.count > before { encodings.append(bytes) }
+        }
+        guard !encodings.isEmpty else { return }
+        relay(encodings, except: nil)
+        for bytes in encodings where bytes.count <= config.datagramRecordBytes {
+            let datagram = Datagram.push(bytes).seal(key: datagramKey)
+            for peer in discovered.values { try? sessionSocket?.send(datagram, to: peer.address) }
+        }
+    }
+
+    /// A sealed datagram on the session port: a pushed record.
+    func receiveDatagram(_ bytes: [UInt8], from address: SocketAddress) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isBanned(address.host), case let .push(encoding)? = Datagram.open(bytes, key: datagramKey),
+              let record = try? Record.decode(encoding) else { return }
+        store([record], from: nil)
+    }
+}
+
+/// Lets a buffer be written from `concurrentPerform`'s workers, each to its own slots.
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,149 @@
+import Crypto
+import Dispatch
+import Store
+import Sync
+import Transport
+import Wire
+
+/// Sessions: connecting, accepting, feeding bytes to the state machines, carrying out actions.
+extension Node {
+    func accept(_ connection: TCPConnection) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let host = connection.remoteAddress.host
+        if isBanned(host) || sessions.count >= config.maxSessions {
+            connection.close()
+            return
+        }
+        let machine = PeerSession(role: .responder, identity: identity, instance: instance, networkKey: network)
+        attach(SessionSlot(connection: connection, machine: machine, outbound: false, now: monotonicSeconds()))
+    }
+
+    func connect(to address: SocketAddress, expected: PublicKey?, manual: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard running || !manual || sessions.isEmpty else { return }
+        if manual { manualRetry[address] = monotonicSeconds() + 5 }
+        TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { [self] result in
+            guard running else {
+                if case let .success(connection) = result { connection.close() }
+                return
+            }
+            switch result {
+            case let .failure(error):
+                if !manual { log("could not connect to \(address): \(error)") }
+            case let .success(connection):
+                var machine = PeerSession(role: .initiator, identity: identity, instance: instance,
+                                          networkKey: network, expectedAuthor: expected)
+                let slot = SessionSlot(connection: connection, machine: machine, outbound: true, now: monotonicSeconds())
+                if manual { slot.manualAddress = address }
+                attach(slot)
+                machine = slot.machine
+                let actions = slot.machine.start()
+                perform(actions, on: slot)
+            }
+        }
+    }
+
+    private func attach(_ slot: SessionSlot) {
+        let key = ObjectIdentifier(slot)
+        sessions[key] = slot
+        slot.connection.start(onRead: { [self] bytes in
+            guard let slot = sessions[key] else { return }
+            slot.lastActivity = monotonicSeconds()
+            let actions = slot.machine.receive(bytes, from: StoreSource(node: self))
+            perform(actions, on: slot)
+        }, onClose: { [self] error in
+            guard let slot = sessions.removeValue(forKey: key) else { return }
+            if slot.established, let peer = slot.peer {
+                log("lost \(describe(peer)): session closed\(error.map { " (\($0))" } ?? "")")
+            }
+        })
+        schedule(after: config.handshakeTimeout, on: queue) { [self] in
+            if let slot = sessions[key], !slot.established {
+                close(slot, reason: "handshake timed out", misbehaved: false)
+            }
+        }
+    }
+
+    /// Carries out a session's actions.
+    func perform(_ actions: [PeerSession.Action], on slot: SessionSlot) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for action in actions {
+            switch action {
+            case let .send(bytes):
+                slot.connection.write(bytes)
+            case let .established(author, _, count, _):
+                slot.established = true
+                if let other = sessions.values.first(where: { $0 !== slot && $0.established && $0.peer == author }) {
+                    // One session per peer: keep the older one.
+                    _ = other
+                    close(slot, reason: "duplicate session", misbehaved: false)
+                    return
+                }
+                log("connected to \(describe(author)) at \(slot.connection.remoteAddress) (\(count) records)")
+                if slot.outbound { perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot) }
+            case let .received(records):
+                ingest(records, from: slot)
+            case let .roundComplete(sent, requested):
+                if sent > 0 || requested > 0, let peer = slot.peer {
+                    log("synced with \(describe(peer)): sent \(sent), requested \(requested) records")
+                }
+            case let .close(reason, misbehaved):
+                close(slot, reason: reason, misbehaved: misbehaved)
+                return
+            }
+        }
+    }
+
+    func close(_ slot: SessionSlot, reason: String, misbehaved: Bool) {
+        let host = slot.connection.remoteAddress.host
+        sessions.removeValue(forKey: ObjectIdentifier(slot))
+        slot.connection.close()
+        if misbehaved {
+            banned[host] = monotonicSeconds() + config.banSeconds
+            log("disconnected \(slot.peer.map(describe) ?? host): \(reason); ignoring it for \(Int(config.banSeconds)) s")
+        } else if slot.established, let peer = slot.peer {
+            log("lost \(describe(peer)): \(reason)")
+        }
+    }
+
+    func isBanned(_ host: String) -> Bool {
+        guard let until = banned[host] else { return false }
+        if until > monotonicSeconds() { return true }
+        banned.removeValue(forKey: host)
+        return false
+    }
+
+    /// Every anti-entropy interval: pick up records written by other processes, reconcile with
+    /// one random connected peer, expire lost peers, close idle sessions, redial manual peers.
+    func antiEntropyTick() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard running else { return }
+        pickUpLocalWrites()
+        let now = monotonicSeconds()
+        for slot in sessions.values where now - slot.lastActivity > config.idleTimeoutSeconds {
+            close(slot, reason: "idle", misbehaved: false)
+        }
+        if let slot = sessions.values.filter({ $0.established && !$0.machine.isReconciling }).randomElement() {
+            perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
+        }
+        expirePeers(now: now)
+        for address in config.manualPeers where !sessions.values.contains(where: { $0.manualAddress == address }) {
+            if (manualRetry[address] ?? 0) <= now { connect(to: address, expected: nil, manual: true) }
+        }
+    }
+}
+
+/// The node's store and record set as a session's `RecordSource`. Used on the node's queue only.
+struct StoreSource: RecordSource {
+    let node: Node
+
+    func reconciliationItems() -> NegentropySortedItems { node.recordSet.sortedItems() }
+
+    func records(_ ids: [Digest32]) -> [[UInt8]] {
+        (try? node.store.records(withIDs: ids)) ?? []
+    }
+
+    func summary() -> (count: UInt64, fingerprint: [UInt8]) {
+        (UInt64(node.recordSet.count), node.recordSet.fingerprint)
+    }
+}

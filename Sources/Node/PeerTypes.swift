@@ -1,0 +1,68 @@
+import Crypto
+import Dispatch
+import Foundation
+import Sync
+import Transport
+
+/// A node heard through its beacons.
+struct DiscoveredPeer {
+    let author: PublicKey
+    var instance: [UInt8]
+    /// Session address: the beacon's source host and announced port.
+    var address: SocketAddress
+    var lastSeen: Double
+    var recordCount: UInt64
+    var fingerprint: [UInt8]
+}
+
+/// One TCP connection and the session state machine that runs over it.
+final class SessionSlot {
+    let connection: TCPConnection
+    var machine: PeerSession
+    let outbound: Bool
+    var lastActivity: Double
+    var established = false
+    /// The manual peer this session serves, if any.
+    var manualAddress: SocketAddress?
+
+    init(connection: TCPConnection, machine: PeerSession, outbound: Bool, now: Double) {
+        self.connection = connection
+        self.machine = machine
+        self.outbound = outbound
+        lastActivity = now
+    }
+
+    var peer: PublicKey? { machine.peer }
+}
+
+/// What `lanchat peers` and `lanchat status` show.
+public struct PeerStatus: Codable, Sendable {
+    public var userID: String
+    public var name: String
+    public var address: String
+    public var connected: Bool
+    public var discovered: Bool
+    public var lastSeenSecondsAgo: Double?
+    public var recordCount: UInt64?
+}
+
+public struct NodeStatus: Codable, Sendable {
+    public var userID: String
+    public var name: String
+    public var listen: String
+    public var network: String
+    public var records: Int
+    public var fingerprint: String
+    public var peers: [PeerStatus]
+    public var pid: Int32
+}
+
+/// Seconds on a monotonic clock, for timeouts and expiry.
+func monotonicSeconds() -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+}
+
+/// Wall-clock milliseconds since the Unix epoch, for record clocks.
+func wallMillis() -> UInt64 {
+    UInt64(Date().timeIntervalSince1970 * 1000)
+}

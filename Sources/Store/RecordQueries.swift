@@ -1,0 +1,35 @@
+import Crypto
+import SQLite
+import Wire
+
+/// Reads of the record set that sync needs.
+extension Store {
+    /// Every record as (clock, id), in no particular order; the node sorts them once.
+    public func recordKeys() throws -> [(clock: UInt64, id: [UInt8])] {
+        try db.all("SELECT clock, id FROM records") { (UInt64(bitPattern: $0.int64(0)), $0.blob(1)) }
+    }
+
+    /// The encodings of the held records among `ids`.
+    public func records(withIDs ids: [Digest32]) throws -> [[UInt8]] {
+        var out = [[UInt8]]()
+        out.reserveCapacity(ids.count)
+        for id in ids {
+            if let bytes = try db.first("SELECT bytes FROM records WHERE id = ?", [.blob(id.bytes)], { $0.blob(0) }) {
+                out.append(bytes)
+            }
+        }
+        return out
+    }
+
+    /// Records stored after arrival number `sequence` (by this or another process), oldest first.
+    public func records(after sequence: Int64, limit: Int = 10_000) throws -> [(sequence: Int64, bytes: [UInt8])] {
+        try db.all("SELECT seq, bytes FROM records WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(sequence), .integer(Int64(limit))]) {
+            ($0.int64(0), $0.blob(1))
+        }
+    }
+
+    /// The arrival number of the newest record (0 when empty).
+    public func lastSequence() throws -> Int64 {
+        try db.scalarInt("SELECT max(seq) FROM records") ?? 0
+    }
+}

@@ -1,0 +1,294 @@
+import Crypto
+import Wire
+
+/// What a session needs from its node, asked synchronously: the node's record set for
+/// reconciliation and record bytes by id. The node answers from its store; tests answer from
+/// memory. (No IO happens here: the node owns the store and calls in on its own queue.)
+public protocol RecordSource {
+    /// A snapshot of every held record as (clock, id), for Negentropy.
+    func reconciliationItems() -> NegentropySortedItems
+    /// The encodings of the records with these ids that are held (unknown ids are skipped).
+    func records(_ ids: [Digest32]) -> [[UInt8]]
+    /// Count and whole-set fingerprint, for the hello message.
+    func summary() -> (count: UInt64, fingerprint: [UInt8])
+}
+
+/// One session with a peer, as a state machine: bytes from the TCP connection in, bytes to send
+/// and events for the node out (Protocol.md §8). It runs the Noise handshake, checks the peer's
+/// identity, then reconciles record sets with Negentropy and moves the missing records both ways.
+public struct PeerSession {
+    public enum Role: Sendable { case initiator, responder }
+
+    /// What the node must do after an input.
+    public enum Action: Equatable {
+        /// Write these bytes to the connection.
+        case send([UInt8])
+        /// The peer proved its identity (and is a member of the network).
+        case established(author: PublicKey, instance: [UInt8], recordCount: UInt64, fingerprint: [UInt8])
+        /// Records received from the peer, still to be verified and stored.
+        case received([[UInt8]])
+        /// A reconciliation round this side started has finished: the peer lacked `sent` records
+        /// and we asked for `requested`.
+        case roundComplete(sent: Int, requested: Int)
+        /// Close the connection; the peer broke the protocol (or failed the handshake) if `misbehaved`.
+        case close(reason: String, misbehaved: Bool)
+    }
+
+    enum State {
+        case handshaking(NoiseHandshake)
+        case open(NoiseTransport)
+        case closed
+    }
+
+    public let role: Role
+    /// The identity the peer must prove, when discovery announced one.
+    public let expectedAuthor: PublicKey?
+    public private(set) var peer: PublicKey?
+    private var state: State
+    private let localIdentity: PublicKey
+    private let localInstance: [UInt8]
+    private var noiseFrames = NoiseFrameReader()
+    private var frames = FrameReader()
+    private var helloSent = false
+    private var helloReceived = false
+    private var reconciling: NegentropySession?
+    private var roundSent = 0
+    private var roundRequested = 0
+
+    /// The handshake's prologue: binds the protocol version into the handshake hash.
+    public static let prologue = Array("lanchat/session/v1".utf8)
+    /// Negentropy messages are kept well inside one session frame.
+    public static let reconcileFrameLimit = 60_000
+
+    public var isEstablished: Bool { helloReceived && peer != nil }
+    public var isReconciling: Bool { reconciling != nil }
+
+    public init(role: Role, identity: PrivateKey, instance: [UInt8], networkKey: NetworkKey, expectedAuthor: PublicKey? = nil) {
+        self.role = role
+        self.expectedAuthor = expectedAuthor
+        localIdentity = identity.publicKey
+        localInstance = instance
+        let handshake = try! NoiseHandshake(role: role == .initiator ? .initiator : .responder,
+                                            localStatic: identity.x25519(), psk: networkKey.sessionPSK.copyBytes(),
+                                            prologue: Self.prologue)  // the PSK is 32 bytes by construction
+        state = .handshaking(handshake)
+    }
+
+    /// The initiator's first message; call once right after connecting.
+    public mutating func start() -> [Action] {
+        guard role == .initiator, case var .handshaking(handshake) = state else { return [] }
+        do {
+            let message = try handshake.writeMessage(payload: [])
+            state = .handshaking(handshake)
+            return [.send(NoiseFrameReader.frame(message))]
+        } catch {
+            return fail("handshake: \(error)", misbehaved: false)
+        }
+    }
+
+    /// Bytes from the connection.
+    public mutating func receive(_ bytes: [UInt8], from source: RecordSource) -> [Action] {
+        let messages: [[UInt8]]
+        do { messages = try noiseFrames.push(bytes) } catch { return fail("\(error)", misbehaved: true) }
+        var actions = [Action]()
+        for message in messages {
+            actions += handle(message, source: source)
+            if case .closed = state { break }
+        }
+        return actions
+    }
+
+    private mutating func handle(_ message: [UInt8], source: RecordSource) -> [Action] {
+        switch state {
+        case .closed:
+            return []
+        case var .handshaking(handshake):
+            do {
+                _ = try handshake.readMessage(message)
+                var actions = [Action]()
+                if !handshake.isComplete {
+                    let reply = try handshake.writeMessage(payload: [])
+                    actions.append(.send(NoiseFrameReader.frame(reply)))
+                }
+                if handshake.isComplete {
+                    let transport = try handshake.split()
+                    state = .open(transport)
+                    actions += sendHello(source)
+                } else {
+                    state = .handshaking(handshake)
+                }
+                return actions
+            } catch {
+                // A wrong network key shows up here, as a message that fails to decrypt.
+                return fail("handshake failed: \(error)", misbehaved: true)
+            }
+        case var .open(transport):
+            let plaintext: [UInt8]
+            do { plaintext = try transport.decrypt(message) } catch { return fail("decryption failed: \(error)", misbehaved: true) }
+            state = .open(transport)
+            let bodies: [[UInt8]]
+            do { bodies = try frames.push(plaintext) } catch { return fail("\(error)", misbehaved: true) }
+            var actions = [Action]()
+            for body in bodies {
+                do {
+                    actions += try dispatch(SessionMessage.decode(body), source: source)
+                } catch {
+                    return actions + fail("\(error)", misbehaved: true)
+                }
+                if case .closed = state { break }
+            }
+            return actions
+        }
+    }
+
+    private mutating func dispatch(_ message: SessionMessage, source: RecordSource) throws -> [Action] {
+        switch message {
+        case let .hello(author, instance, count, fingerprint):
+            guard !helloReceived else { return fail("second hello", misbehaved: true) }
+            guard case let .open(transport) = state, let x = try? author.x25519(), x == transport.remoteStatic else {
+                return fail("hello names an identity the handshake did not prove", misbehaved: true)
+            }
+            if let expected = expectedAuthor, expected != author {
+                return fail("peer is \(author.userID), not the announced \(expected.userID)", misbehaved: true)
+            }
+            guard author != localIdentity || instance != localInstance else { return fail("connected to itself", misbehaved: false) }
+            helloReceived = true
+            peer = author
+            return [.established(author: author, instance: instance, recordCount: count, fingerprint: fingerprint)]
+        case let .reconcile(bytes):
+            guard helloReceived else { return fail("reconcile before hello", misbehaved: true) }
+            var responder = try NegentropySession(items: source.reconciliationItems(), frameSizeLimit: Self.reconcileFrameLimit)
+            do {
+                let step = try responder.reconcile(bytes)
+                return send(.reconcileReply(step.next ?? []))
+            } catch NegentropyError.unsupportedVersion {
+                return send(.reconcileReply(NegentropySession.unsupportedVersionReply))
+            }
+        case let .reconcileReply(bytes):
+            guard var session = reconciling else { return fail("unexpected reconcile reply", misbehaved: true) }
+            let step = try session.reconcile(bytes)
+            var actions = [Action]()
+            let have = step.have.compactMap { try? Digest32(bytes: $0) }
+            let need = step.need.compactMap { try? Digest32(bytes: $0) }
+            roundSent += have.count
+            roundRequested += need.count
+            actions += sendRecords(source.records(have))
+            for start in stride(from: 0, to: need.count, by: SessionMessage.maxWantIDs) {
+                actions += send(.want(Array(need[start..<min(start + SessionMessage.maxWantIDs, need.count)])))
+            }
+            if let next = step.next {
+                reconciling = session
+                actions += send(.reconcile(next))
+            } else {
+                reconciling = nil
+                actions.append(.roundComplete(sent: roundSent, requested: roundRequested))
+            }
+            return actions
+        case let .records(records):
+            guard helloReceived else { return fail("records before hello", misbehaved: true) }
+            return records.isEmpty ? [] : [.received(records)]
+        case let .want(ids):
+            guard helloReceived else { return fail("want before hello", misbehaved: true) }
+            return sendRecords(source.records(ids))
+        }
+    }
+
+    /// Starts a reconciliation round (initiator side of Negentropy; either end of a session may
+    /// start rounds). Does nothing while a round is running.
+    public mutating func startRound(source: RecordSource) -> [Action] {
+        guard isEstablished, reconciling == nil, case .open = state else { return [] }
+        do {
+            var session = try NegentropySession(items: source.reconciliationItems(), frameSizeLimit: Self.reconcileFrameLimit)
+            let first = try session.initiate()
+            reconciling = session
+            roundSent = 0
+            roundRequested = 0
+            return send(.reconcile(first))
+        } catch {
+            return fail("reconciliation: \(error)", misbehaved: false)
+        }
+    }
+
+    /// Pushes new records to the peer at once.
+    public mutating func push(_ records: [[UInt8]]) -> [Action] {
+        guard isEstablished else { return [] }
+        return sendRecords(records)
+    }
+
+    private mutating func sendHello(_ source: RecordSource) -> [Action] {
+        guard !helloSent else { return [] }
+        helloSent = true
+        let (count, fingerprint) = source.summary()
+        return send(.hello(author: localIdentity, instance: localInstance, recordCount: count, fingerprint: fingerprint))
+    }
+
+    /// Batches records into `records` messages of bounded size.
+    private mutating func sendRecords(_ records: [[UInt8]]) -> [Action] {
+        var actions = [Action]()
+        var batch = [[UInt8]]()
+        var size = 0
+        for record in records {
+            if !batch.isEmpty && size + record.count > SessionMessage.recordBatchBytes {
+                actions += send(.records(batch))
+                batch = []
+                size = 0
+            }
+            batch.append(record)
+            size += record.count + 5
+        }
+        if !batch.isEmpty { actions += send(.records(batch)) }
+        return actions
+    }
+
+    /// Frames, encrypts and splits a message into Noise transport messages.
+    private mutating func send(_ message: SessionMessage) -> [Action] {
+        guard case var .open(transport) = state else { return [] }
+        let plaintext = message.framed()
+        var out = [UInt8]()
+        var offset = 0
+        do {
+            while offset < plaintext.count {
+                let end = min(offset + NoiseTransport.maxPlaintextLength, plaintext.count)
+                out += NoiseFrameReader.frame(try transport.encrypt(Array(plaintext[offset..<end])))
+                offset = end
+            }
+        } catch {
+            return fail("encryption: \(error)", misbehaved: false)
+        }
+        state = .open(transport)
+        return [.send(out)]
+    }
+
+    private mutating func fail(_ reason: String, misbehaved: Bool) -> [Action] {
+        state = .closed
+        reconciling = nil
+        return [.close(reason: reason, misbehaved: misbehaved)]
+    }
+}
+
+/// The outer framing of a session on TCP: each Noise message (handshake or transport) is
+/// preceded by its length as u16be, as the Noise specification suggests.
+struct NoiseFrameReader {
+    private var buffer: [UInt8] = []
+
+    static func frame(_ message: [UInt8]) -> [UInt8] {
+        [UInt8(message.count >> 8), UInt8(message.count & 0xFF)] + message
+    }
+
+    /// Complete Noise messages in the received bytes. An empty message is refused: no Noise
+    /// message of this protocol is shorter than 16 bytes.
+    mutating func push(_ bytes: [UInt8]) throws(SessionMessage.DecodeError) -> [[UInt8]] {
+        buffer += bytes
+        var out = [[UInt8]]()
+        var offset = 0
+        while buffer.count - offset >= 2 {
+            let length = Int(buffer[offset]) << 8 | Int(buffer[offset + 1])
+            guard length >= 16 else { throw .malformed("Noise message of \(length) bytes") }
+            guard buffer.count - offset - 2 >= length else { break }
+            out.append(Array(buffer[offset + 2..<offset + 2 + length]))
+            offset += 2 + length
+        }
+        buffer.removeFirst(offset)
+        return out
+    }
+}

@@ -1,1 +1,0 @@
-// The sans-IO protocol state machines (see README Architecture).

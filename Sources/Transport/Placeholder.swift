@@ -1,1 +1,0 @@
-// Dispatch-source sockets and timers.

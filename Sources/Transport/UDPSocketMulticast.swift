@@ -1,0 +1,57 @@
+import Glibc
+
+extension UDPSocket {
+    /// Joins an IPv4 multicast group so datagrams sent to it are delivered to
+    /// this socket. Call on `queue`.
+    ///
+    /// Also turns multicast loopback on (other nodes on this host must hear
+    /// us) and sets the TTL to 1 (chat discovery must never leave the LAN).
+    ///
+    /// - Parameter interfaceAddress: the local address of the interface to
+    ///   join on; `nil` lets the kernel pick by routing table. Tests pass
+    ///   127.0.0.1 to stay on loopback.
+    public func joinMulticast(group: SocketAddress, interfaceAddress: SocketAddress? = nil) throws(SocketError) {
+        let fd = try openDescriptor()
+        guard group.isMulticast else { throw .invalidAddress("\(group.host) is not a multicast group") }
+        var request = ip_mreq()
+        request.imr_multiaddr = try Self.ipv4(group, role: "multicast group")
+        request.imr_interface = try interfaceAddress.map { address throws(SocketError) in
+            try Self.ipv4(address, role: "multicast interface")
+        } ?? in_addr(s_addr: INADDR_ANY)
+        try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_ADD_MEMBERSHIP, value: request,
+                                  call: "setsockopt(IP_ADD_MEMBERSHIP)")
+        try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_MULTICAST_LOOP, value: Int32(1),
+                                  call: "setsockopt(IP_MULTICAST_LOOP)")
+        try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_MULTICAST_TTL, value: Int32(1),
+                                  call: "setsockopt(IP_MULTICAST_TTL)")
+    }
+
+    /// Leaves a group joined with `joinMulticast`. Call on `queue`.
+    public func leaveMulticast(group: SocketAddress, interfaceAddress: SocketAddress? = nil) throws(SocketError) {
+        let fd = try openDescriptor()
+        var request = ip_mreq()
+        request.imr_multiaddr = try Self.ipv4(group, role: "multicast group")
+        request.imr_interface = try interfaceAddress.map { address throws(SocketError) in
+            try Self.ipv4(address, role: "multicast interface")
+        } ?? in_addr(s_addr: INADDR_ANY)
+        try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_DROP_MEMBERSHIP, value: request,
+                                  call: "setsockopt(IP_DROP_MEMBERSHIP)")
+    }
+
+    /// Chooses the interface (by its local IPv4 address) that outgoing
+    /// multicast leaves through. Without it the kernel follows the default
+    /// route, which on a multi-homed host may be the wrong LAN. Call on `queue`.
+    public func setMulticastInterface(_ address: SocketAddress) throws(SocketError) {
+        let fd = try openDescriptor()
+        let interface = try Self.ipv4(address, role: "multicast interface")
+        try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_MULTICAST_IF, value: interface,
+                                  call: "setsockopt(IP_MULTICAST_IF)")
+    }
+
+    private static func ipv4(_ address: SocketAddress, role: String) throws(SocketError) -> in_addr {
+        guard case .v4(let bits) = address.ip else {
+            throw .unsupported("IPv6 \(role) (only IPv4 multicast is implemented)")
+        }
+        return in_addr(s_addr: bits)
+    }
+}
