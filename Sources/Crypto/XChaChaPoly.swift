@@ -10,9 +10,15 @@ public enum XChaChaPoly {
 
     /// `nonce || ciphertext || tag` of `plaintext` under `key`, with `ad` authenticated too.
     public static func seal(_ plaintext: [UInt8], key: SecretBytes, ad: [UInt8] = []) -> [UInt8] {
+        seal(plaintext, key: key, ad: ad, nonce: secureRandomBytes(nonceByteCount))
+    }
+
+    /// Sealing with a given nonce, for test vectors only: a nonce must never be used twice
+    /// with one key.
+    public static func seal(_ plaintext: [UInt8], key: SecretBytes, ad: [UInt8], nonce: [UInt8]) -> [UInt8] {
         precondition(key.count == keyByteCount, "XChaCha20-Poly1305 keys are 32 bytes")
+        precondition(nonce.count == nonceByteCount, "XChaCha20-Poly1305 nonces are 24 bytes")
         Sodium.ready()
-        let nonce = secureRandomBytes(nonceByteCount)
         var out = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
         var outLength: UInt64 = 0
         key.withUnsafeBytes { k in

@@ -18,6 +18,11 @@ public enum Datagram: Equatable, Sendable {
     static let domain = Array("lanchat/datagram/v1".utf8)
 
     public func seal(key: SecretBytes) -> [UInt8] {
+        seal(key: key, nonce: secureRandomBytes(XChaChaPoly.nonceByteCount))
+    }
+
+    /// The plaintext CBOR item and type byte.
+    var plaintext: (type: UInt8, item: CBOR) {
         let (type, item): (UInt8, CBOR)
         switch self {
         case let .beacon(b):
@@ -28,7 +33,13 @@ public enum Datagram: Equatable, Sendable {
             type = 2
             item = .array([.unsigned(2), .bytes(record)])
         }
-        return [type] + XChaChaPoly.seal(item.encoded(), key: key, ad: Datagram.domain + [type])
+        return (type, item)
+    }
+
+    /// Sealing with a given nonce: for test vectors only.
+    func seal(key: SecretBytes, nonce: [UInt8]) -> [UInt8] {
+        let (type, item) = plaintext
+        return [type] + XChaChaPoly.seal(item.encoded(), key: key, ad: Datagram.domain + [type], nonce: nonce)
     }
 
     /// Opens a datagram from the network; `nil` for anything not sealed under `key` or not

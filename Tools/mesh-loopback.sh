@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Real processes on loopback: three nodes joined in a line with --peer (no discovery); a message
+# sent on any node is read on all; a node restarted after a kill catches up.
+# Usage: Tools/mesh-loopback.sh [path/to/lanchat]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LANCHAT=${1:-.build/debug/lanchat}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+passed=0 failed=0
+check() { if [ "$2" == "$3" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: expected [$2] got [$3]" >&2; fi; }
+
+# until DEADLINE_SECONDS COMMAND...: polls the condition every 0.1 s until it holds.
+until_true() {
+    local deadline=$(( $(date +%s) + $1 )); shift
+    while ! "$@"; do
+        [ "$(date +%s)" -ge "$deadline" ] && return 1
+        sleep 0.1
+    done
+}
+
+port_base=$((20000 + RANDOM % 20000))
+start() {  # start N [extra args]
+    local n=$1; shift
+    "$LANCHAT" run --data "$work/n$n" --listen 127.0.0.1:$((port_base + n)) --no-discovery "$@" 2>>"$work/n$n.log" &
+    pids[$n]=$!
+    until_true 10 test -f "$work/n$n/node.json"
+}
+names=("" "Alice Smith" "박준영" "Nguyễn Văn An")
+for n in 1 2 3; do "$LANCHAT" init --data "$work/n$n" --name "${names[$n]}" >/dev/null; done
+start 1
+start 2 --peer 127.0.0.1:$((port_base + 1))
+start 3 --peer 127.0.0.1:$((port_base + 2))
+
+count_on() { [ "$("$LANCHAT" messages --data "$work/n$1" general | grep -c "$2")" -ge 1 ]; }
+all_have() { for n in 1 2 3; do count_on "$n" "$1" || return 1; done; }
+
+for n in 1 2 3; do
+    "$LANCHAT" send --data "$work/n$n" general "hello from node $n" >/dev/null
+    until_true 30 all_have "hello from node $n"; check "message from node $n on all" 0 $?
+done
+
+# Kill node 3, write while it is down, restart it: it catches up.
+kill -9 "${pids[3]}"; wait "${pids[3]}" 2>/dev/null
+for i in $(seq 1 20); do "$LANCHAT" send --data "$work/n1" general "while 3 was down $i" >/dev/null; done
+start 3 --peer 127.0.0.1:$((port_base + 2))
+until_true 30 all_have "while 3 was down 20"; check "caught up after restart" 0 $?
+same_tree() { [ "$("$LANCHAT" get --data "$work/n1" /)" == "$("$LANCHAT" get --data "$work/n3" /)" ] && [ "$("$LANCHAT" get --data "$work/n2" /)" == "$("$LANCHAT" get --data "$work/n3" /)" ]; }
+until_true 30 same_tree; check "identical trees" 0 $?
+check "peers of the middle node" 2 "$("$LANCHAT" peers --data "$work/n2" | grep -c connected)"
+check "log lines" 1 "$(grep -c 'connected to' "$work/n1.log" | awk '{print ($1 >= 1)}')"
+
+if [ "$failed" -gt 0 ]; then for n in 1 2 3; do echo "--- node $n log" >&2; tail -20 "$work/n$n.log" >&2; done; fi
+echo "mesh loopback: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
