@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "CLI", dependencies: ["Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
         .executableTarget(name: "lanchat", dependencies: ["CLI"]),
         .executableTarget(name: "NoiseInterop", dependencies: ["Sync", "Crypto"]),
-        .target(name: "Bench", dependencies: ["Store", "Wire", "Tree", "Crypto", "SQLite"]),
+        .target(name: "Bench", dependencies: ["Node", "Sync", "Transport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
 
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),

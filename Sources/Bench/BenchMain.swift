@@ -6,6 +6,7 @@ import Foundation
 public enum BenchMain {
     static let benchmarks: [String: @Sendable (BenchOptions) throws -> BenchSection] = [
         "ingest": IngestBenchmark.run,
+        "mesh": MeshBenchmark.run,
     ]
 
     public static func run() {
@@ -20,8 +21,14 @@ public enum BenchMain {
                 options.records = n
                 arguments.removeFirst()
             case "--no-write": options.writeFile = false
+            case "--quick":
+                // A smoke run: small sizes, nothing written.
+                options.records = 2_000
+                options.reconciliationItems = 20_000
+                options.latencyMessages = 50
+                options.writeFile = false
             case "-h", "--help":
-                print("USAGE: lanchat-bench [\(benchmarks.keys.sorted().joined(separator: "|"))]... [--records N] [--no-write]")
+                print("USAGE: lanchat-bench [\(benchmarks.keys.sorted().joined(separator: "|"))]... [--records N] [--quick] [--no-write]")
                 print("Writes its figures into BENCHMARKS.md unless --no-write is given.")
                 exit(0)
             default:
@@ -50,6 +57,8 @@ public enum BenchMain {
 /// Settings shared by the benchmarks.
 struct BenchOptions {
     var records = 100_000
+    var reconciliationItems = 1_000_000
+    var latencyMessages = 1_000
     var writeFile = true
     var reportPath = "BENCHMARKS.md"
 }

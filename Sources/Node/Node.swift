@@ -33,6 +33,8 @@ public final class Node: @unchecked Sendable {
     var banned: [String: Double] = [:]
     var manualRetry: [SocketAddress: Double] = [:]
     var running = false
+    var observers: [Int: ([Record]) -> Void] = [:]
+    var nextObserverID = 0
     public private(set) var listenAddress: SocketAddress
 
     public var userID: String { identity.publicKey.userID }

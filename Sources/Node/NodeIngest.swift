@@ -30,14 +30,33 @@ extension Node {
         return records
     }
 
-    func ingest(_ encodings: [[UInt8]], from slot: SessionSlot?) {
+    /// Verifies records off the node's queue, so the next batch is verified while this one is
+    /// stored; then stores them on the queue. A session with too many batches in flight stops
+    /// being read until they are stored (backpressure instead of unbounded memory).
+    func ingest(_ encodings: [[UInt8]], from slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let records = Node.verify(encodings) else {
-            if let slot { close(slot, reason: "sent an invalid record", misbehaved: true) }
-            return
+        slot.batchesInFlight += 1
+        if slot.batchesInFlight == Node.maxBatchesInFlight { slot.connection.pauseReading() }
+        let batch = UncheckedSendable(encodings)
+        Node.verifier.async { [self] in
+            let records = Node.verify(batch.value).map(UncheckedSendable.init)
+            queue.async { [self] in
+                slot.batchesInFlight -= 1
+                if slot.batchesInFlight == Node.maxBatchesInFlight - 1, !slot.connection.isClosed { slot.connection.resumeReading() }
+                guard sessions[ObjectIdentifier(slot)] != nil else { return }
+                guard let records else {
+                    close(slot, reason: "sent an invalid record", misbehaved: true)
+                    return
+                }
+                store(records.value, from: slot)
+            }
         }
-        store(records, from: slot)
     }
+
+    /// Batches a session may have between receipt and storage before its reading pauses.
+    static let maxBatchesInFlight = 4
+    /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
+    static let verifier = DispatchQueue(label: "lanchat.verify", qos: .userInitiated, attributes: .concurrent)
 
     /// Stores verified records and relays the new ones to every other session.
     func store(_ records: [Record], from slot: SessionSlot?) {
@@ -51,11 +70,11 @@ extension Node {
         guard report.added > 0 else { return }
         let added = report.addedIndices.map { records[$0] }
         for record in added { recordSet.insert(clock: record.clock, id: record.id.bytes) }
-        handledSequence = max(handledSequence, (try? store.lastSequence()) ?? handledSequence)
         if let slot, let peer = slot.peer, slot.machine.isReconciling == false, added.count > 1 {
             log("received \(added.count) records from \(describe(peer))")
         }
         relay(added.map(\.encoded), except: slot)
+        notifyObservers(added)
     }
 
     func relay(_ encodings: [[UInt8]], except source: SessionSlot?) {
@@ -72,16 +91,20 @@ extension Node {
 
     func pickUpLocalWrites() {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let fresh = try? store.records(after: handledSequence), !fresh.isEmpty else { return }
         var encodings = [[UInt8]]()
-        for (sequence, bytes) in fresh {
-            handledSequence = max(handledSequence, sequence)
-            guard let record = try? Record.decode(bytes, verify: false) else { continue }
-            let before = recordSet.count
-            recordSet.insert(clock: record.clock, id: record.id.bytes)
-            if recordSet.count > before { encodings.append(bytes) }
+        var records = [Record]()
+        while let fresh = try? store.records(after: handledSequence), !fresh.isEmpty {
+            for (sequence, id, bytes) in fresh {
+                handledSequence = max(handledSequence, sequence)
+                // Records this node stored itself are known already; only other processes' are new.
+                guard !recordSet.contains(id), let record = try? Record.decode(bytes, verify: false) else { continue }
+                recordSet.insert(clock: record.clock, id: record.id.bytes)
+                encodings.append(bytes)
+                records.append(record)
+            }
         }
         guard !encodings.isEmpty else { return }
+        notifyObservers(records)
         relay(encodings, except: nil)
         for bytes in encodings where bytes.count <= config.datagramRecordBytes {
             let datagram = Datagram.push(bytes).seal(key: datagramKey)

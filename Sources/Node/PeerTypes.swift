@@ -16,12 +16,15 @@ struct DiscoveredPeer {
 }
 
 /// One TCP connection and the session state machine that runs over it.
-final class SessionSlot {
+/// Confined to the node's queue (it only crosses threads inside closures that hop back there).
+final class SessionSlot: @unchecked Sendable {
     let connection: TCPConnection
     var machine: PeerSession
     let outbound: Bool
     var lastActivity: Double
     var established = false
+    /// Batches of received records being verified or waiting to be stored.
+    var batchesInFlight = 0
     /// The manual peer this session serves, if any.
     var manualAddress: SocketAddress?
 

@@ -13,6 +13,8 @@ struct RecordSet {
 
     var count: Int { items.count }
 
+    func contains(_ id: [UInt8]) -> Bool { ids.contains(id) }
+
     init(_ keys: [(clock: UInt64, id: [UInt8])]) {
         for key in keys { insertUnsorted(key.clock, key.id) }
         items.sort()

@@ -63,18 +63,13 @@ extension Store {
         switch record.body {
         case let .write(pairs):
             let order = record.order.key
-            let uid = record.author.userID
             for pair in pairs {
-                switch Zone.of(pair.path) {
+                let zone = Zone.of(pair.path)
+                switch zone {
                 case .open:
-                    try materializer.apply(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path),
-                                           order: order, zone: .open)
-                case let .user(owner):
-                    if owner == uid {
-                        try materializer.apply(path: pair.path, value: pair.value, order: order, zone: .user(uid: owner))
-                    }
-                case .message:
-                    try materializer.applyMessagePair(pair, author: record.author, order: order)
+                    try materializer.apply(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path), order: order)
+                case .user, .message:
+                    try zones.apply(pair, zone: zone, author: record.author, order: order)
                 }
             }
         }

@@ -92,9 +92,10 @@ extension Store {
         if path.isAncestor(of: profile), try value(at: profile) != .null { zones.append(profile) }
         let key = StoreKey.of(path)
         let (low, high) = StoreKey.descendants(key)
-        try db.query("SELECT zone FROM message_owners WHERE zone >= ? AND zone < ? AND owner = ?",
+        try db.query("SELECT zone FROM zones WHERE zone >= ? AND zone < ? AND owner = ? AND value IS NOT NULL",
                      [.text(low), .text(high), .blob(author.bytes)]) { row in
-            zones.append(try StoreKey.path(row.text(0)))
+            let zone = try StoreKey.path(row.text(0))
+            if zone != profile { zones.append(zone) }
         }
         return zones
     }

@@ -22,9 +22,9 @@ extension Store {
     }
 
     /// Records stored after arrival number `sequence` (by this or another process), oldest first.
-    public func records(after sequence: Int64, limit: Int = 10_000) throws -> [(sequence: Int64, bytes: [UInt8])] {
-        try db.all("SELECT seq, bytes FROM records WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(sequence), .integer(Int64(limit))]) {
-            ($0.int64(0), $0.blob(1))
+    public func records(after sequence: Int64, limit: Int = 10_000) throws -> [(sequence: Int64, id: [UInt8], bytes: [UInt8])] {
+        try db.all("SELECT seq, id, bytes FROM records WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(sequence), .integer(Int64(limit))]) {
+            ($0.int64(0), $0.blob(1), $0.blob(2))
         }
     }
 

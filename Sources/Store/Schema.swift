@@ -3,12 +3,15 @@ import SQLite
 /// The store's schema as numbered migrations (never edit a shipped one; add the next number).
 ///
 /// - `records`: every validly signed record, by id; the set that sync reconciles.
-/// - `leaves`: the materialized tree, one row per primitive value, keyed by path storage key
-///   ("/a/b"), so a subtree read is a range scan.
-/// - `cuts`: per path, the newest write made exactly there (`ord`) and the newest non-null one
-///   (`ord_set`); they decide which later-arriving, older writes are hidden.
-/// - `message_pairs` / `message_owners`: every pair written into a message zone and who owns the
-///   message, so a zone can be recomputed when an earlier write changes its owner.
+/// - `leaves`: the open zone of the tree, one row per primitive value, keyed by path (see
+///   `StoreKey`), so a subtree read is a range scan.
+/// - `cuts`: per open-zone path, the newest write made exactly there (`ord`) and the newest
+///   non-null one (`ord_set`); they decide which later-arriving, older writes are hidden.
+/// - `zones`: each protected zone (a profile, a message) as one row: its owner and its value,
+///   the fold of its owner's pairs. Zones are small, so folding them whole is cheap, and a
+///   message is read and written as a single row.
+/// - `zone_pairs`: the pairs written into zones, to fold again when an older pair arrives late
+///   or a message changes owner.
 /// - `meta`: small settings such as the hybrid logical clock.
 enum Schema {
     static let migrator = Migrator([
@@ -25,32 +28,31 @@ enum Schema {
                 kind INTEGER NOT NULL,
                 bytes BLOB NOT NULL
             ) STRICT;
-            CREATE INDEX records_by_clock ON records(clock, id);
             CREATE TABLE leaves (
                 path TEXT PRIMARY KEY,
-                zone TEXT NOT NULL,
                 kind INTEGER NOT NULL,
                 value ANY NOT NULL,
                 ord BLOB NOT NULL
             ) STRICT, WITHOUT ROWID;
             CREATE TABLE cuts (
                 path TEXT PRIMARY KEY,
-                zone TEXT NOT NULL,
                 ord BLOB NOT NULL,
                 ord_set BLOB
             ) STRICT, WITHOUT ROWID;
-            CREATE TABLE message_pairs (
+            CREATE TABLE zones (
+                zone TEXT PRIMARY KEY,
+                owner BLOB NOT NULL,
+                first_ord BLOB NOT NULL,
+                last_ord BLOB,
+                value BLOB
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE zone_pairs (
                 zone TEXT NOT NULL,
                 ord BLOB NOT NULL,
                 path TEXT NOT NULL,
                 author BLOB NOT NULL,
                 value BLOB NOT NULL,
                 PRIMARY KEY (zone, ord, path)
-            ) STRICT, WITHOUT ROWID;
-            CREATE TABLE message_owners (
-                zone TEXT PRIMARY KEY,
-                owner BLOB NOT NULL,
-                first_ord BLOB NOT NULL
             ) STRICT, WITHOUT ROWID;
             """),
     ])

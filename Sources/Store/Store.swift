@@ -23,6 +23,9 @@ public final class Store {
         do {
             db = try Connection(path: path)
             _ = try db.configureForDurability()
+            // A larger page cache and memory-mapped reads: the tree's indexes are read on every
+            // write, and the default 2 MB cache sends most reads to the kernel.
+            try db.execute("PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456; PRAGMA temp_store = MEMORY")
             _ = try Schema.migrator.migrate(db)
             let last = try db.scalarInt("SELECT value FROM meta WHERE key = 'clock'") ?? 0
             clock = HybridLogicalClock(last: UInt64(bitPattern: last))

@@ -2,9 +2,15 @@ import SQLite
 import Tree
 
 extension Store {
-    /// The value at `path`: a range scan of the leaves at and below it, assembled into a tree.
+    /// The value at `path`: the open zone's leaves at and below it (a range scan) with every
+    /// protected zone at or below it grafted in; inside a zone, the zone's own value.
     /// `null` when absent (including below a primitive).
     public func value(at path: Path) throws -> JSONValue {
+        let zone = Zone.of(path)
+        if zone != .open {
+            let relative = path.relative(to: zone.root) ?? .root
+            return try zones.value(of: zone).value(at: relative)
+        }
         let key = StoreKey.of(path)
         let (low, high) = StoreKey.descendants(key)
         let root = Assembly()
@@ -12,46 +18,62 @@ extension Store {
         try db.query("SELECT path, kind, value FROM leaves WHERE path = ? OR (path >= ? AND path < ?) ORDER BY path",
                      [.text(key), .text(low), .text(high)]) { row in
             found = true
-            let relative = row.text(0).utf8.dropFirst(key.utf8.count)
-            root.insert(relative.split(separator: 1).map { String(decoding: $0, as: UTF8.self) },
-                        LeafValue.decode(kind: row.int64(1), row: row, column: 2))
+            root.insert(Store.relativeSegments(row.text(0), below: key), LeafValue.decode(kind: row.int64(1), row: row, column: 2))
+        }
+        try db.query("SELECT zone, value FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL", [.text(low), .text(high)]) { row in
+            let zoneKey = row.text(0)
+            let zonePath = try StoreKey.path(zoneKey)
+            let value = try ZoneStore.decode(row.blob(1), zone: Zone.of(zonePath))
+            found = true
+            root.graft(Store.relativeSegments(zoneKey, below: key), value)
         }
         return found ? root.value : .null
     }
 
-    /// The keys directly under `path`, in storage order, without reading their subtrees: a
-    /// skip scan that seeks past each child's range.
+    var zones: ZoneStore { ZoneStore(db: db) }
+
+    static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
+        storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The keys directly under `path`, in bytewise order, without reading their subtrees: skip
+    /// scans over the leaves and the zones that seek past each child's range.
     public func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
-        let key = StoreKey.of(path)
-        let (low, high) = StoreKey.descendants(key)
+        let zone = Zone.of(path)
+        if zone != .open {
+            guard case let .object(members) = try value(at: path) else { return [] }
+            let sorted = members.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            return Array((reverse ? sorted.reversed() : sorted).prefix(limit))
+        }
+        let leaves = try skipScan("leaves", "path", below: path, limit: limit, reverse: reverse)
+        let zones = try skipScan("zones", "zone", below: path, limit: limit, reverse: reverse, extra: "AND value IS NOT NULL")
+        let merged = Set(leaves).union(zones).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        return Array((reverse ? merged.reversed() : merged).prefix(limit))
+    }
+
+    private func skipScan(_ table: String, _ column: String, below path: Path, limit: Int, reverse: Bool, extra: String = "") throws -> [String] {
+        let (low, high) = StoreKey.descendants(StoreKey.of(path))
         var keys = [String]()
-        var lower = low
-        var upper = high
-        let sql = reverse
-            ? "SELECT path FROM leaves WHERE path >= ? AND path < ? ORDER BY path DESC LIMIT 1"
-            : "SELECT path FROM leaves WHERE path >= ? AND path < ? ORDER BY path LIMIT 1"
+        var lower = low, upper = high
+        let sql = "SELECT \(column) FROM \(table) WHERE \(column) >= ? AND \(column) < ? \(extra) ORDER BY \(column) \(reverse ? "DESC" : "") LIMIT 1"
         while keys.count < limit {
             guard let next = try db.first(sql, [.text(lower), .text(upper)], { $0.text(0) }) else { break }
             let rest = next.utf8.dropFirst(low.utf8.count)
             let child = String(decoding: rest.prefix { $0 != 1 }, as: UTF8.self)
             keys.append(child)
-            if reverse {
-                upper = low + child
-            } else {
-                lower = low + child + StoreKey.afterSeparator
-            }
+            if reverse { upper = low + child } else { lower = low + child + StoreKey.afterSeparator }
         }
         return keys
     }
 }
 
-/// Builds a tree from leaves read in path order. Where a primitive and deeper leaves meet (a
-/// protected zone below a primitive written by someone else), the deeper leaves win.
+/// Builds a tree from leaves read in path order and zone values grafted in. Where a primitive
+/// and deeper content meet (a zone below a primitive of the open zone), the deeper content wins.
 private final class Assembly {
     var scalar: JSONValue?
     var children: [String: Assembly] = [:]
 
-    func insert(_ segments: [String], _ value: JSONValue) {
+    private func node(at segments: [String]) -> Assembly {
         var node = self
         for segment in segments {
             if let next = node.children[segment] {
@@ -62,11 +84,33 @@ private final class Assembly {
                 node = next
             }
         }
-        node.scalar = value
+        return node
+    }
+
+    func insert(_ segments: [String], _ value: JSONValue) {
+        node(at: segments).scalar = value
+    }
+
+    /// Places a whole value (a zone's) at `segments`.
+    func graft(_ segments: [String], _ value: JSONValue) {
+        let target = node(at: segments)
+        switch value {
+        case let .object(members):
+            for (key, member) in members { target.graft([key], member) }
+        case .null:
+            break
+        default:
+            target.scalar = value
+        }
     }
 
     var value: JSONValue {
         if children.isEmpty { return scalar ?? .null }
-        return .object(children.mapValues(\.value))
+        var members = [String: JSONValue](minimumCapacity: children.count)
+        for (key, child) in children {
+            let v = child.value
+            if v != .null { members[key] = v }
+        }
+        return members.isEmpty ? (scalar ?? .null) : .object(members)
     }
 }

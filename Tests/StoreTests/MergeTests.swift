@@ -13,7 +13,7 @@ func memoryStore() throws -> Store { try Store(path: ":memory:") }
 
 @Suite("Merge")
 struct MergeTests {
-    @Test("every arrival order, with duplicates, materializes the model's tree", arguments: 0..<60)
+    @Test("every arrival order, with duplicates, materializes the model's tree", arguments: 0..<200)
     func orderIndependence(seed: UInt64) throws {
         var generator = RecordGenerator(seed: seed, authors: testAuthors)
         let records = (0..<24).map { _ in generator.record() }

@@ -1,0 +1,202 @@
+import Crypto
+import Dispatch
+import Foundation
+import Node
+import Store
+import Sync
+import Transport
+import Tree
+import Wire
+
+/// The mesh's figures: cold sync to a fresh node, reconciliation cost at 1M records, and
+/// write-to-visible latency between two nodes, each beside a ceiling measured in the same run.
+enum MeshBenchmark {
+    static func run(_ options: BenchOptions) throws -> BenchSection {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        var lines = ["## Mesh", ""]
+        lines += try coldSync(options.records, cores: cores)
+        lines += [""] + reconciliation(options.reconciliationItems)
+        lines += [""] + (try latency(messages: options.latencyMessages))
+        return BenchSection(name: "mesh", lines: lines)
+    }
+
+    static func log(_ text: String) { FileHandle.standardError.write(Data("mesh: \(text)\n".utf8)) }
+
+    static func makeRecords(_ n: Int) throws -> [Record] {
+        let authors = (0..<20).map { _ in PrivateKey() }
+        var pushIDs = PushIDGenerator()
+        var rng = SecureRandom()
+        let base = UInt64(Date().timeIntervalSince1970 * 1000) - UInt64(n)
+        return try (0..<n).map { i in
+            let author = authors[i % authors.count]
+            let millis = base + UInt64(i)
+            let path = try Path(segments: ["conversations", "room\(i % 50)", "messages", pushIDs.next(nowMillis: millis, using: &rng)])
+            let value: JSONValue = .object(["senderId": .string(author.publicKey.userID), "senderName": "Bench",
+                                            "date": .number(Double(millis)), "text": .string("message \(i)")])
+            return try Record.make(body: .write([WritePair(path: path, value: value)]), clock: millis << 16, signer: author)
+        }
+    }
+
+    static func tempDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-mesh-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func node(_ dir: String, peers: [SocketAddress]) throws -> Node {
+        var config = NodeConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0))
+        config.discovery = false
+        config.manualPeers = peers
+        return try Node(store: try Store(path: dir + "/store.sqlite"), identity: PrivateKey(), network: .named("bench"), config: config)
+    }
+
+    /// Waits until `node` has stored `count` records, woken by its observer (which runs on the
+    /// node's queue, so it only counts).
+    static func wait(for node: Node, records count: Int, timeout: Double) -> Bool {
+        let semaphore = DispatchSemaphore(value: 0)
+        let counter = LockedCount()
+        counter.value = node.status().records
+        let token = node.addObserver { records in
+            counter.value += records.count
+            if counter.value >= count { semaphore.signal() }
+        }
+        defer { node.removeObserver(token) }
+        if node.status().records >= count { return true }
+        return semaphore.wait(timeout: .now() + timeout) == .success
+    }
+
+    /// Polls (every 10 ms, up to `timeout`) until the node reports a connected peer.
+    static func waitConnected(_ node: Node, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if node.status().peers.contains(where: \.connected) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    static func coldSync(_ n: Int, cores: Int) throws -> [String] {
+        log("making \(n) records")
+        let records = try makeRecords(n)
+        let verifySample = Array(records.prefix(10_000))
+        let verifySeconds = measure { for r in verifySample where !r.verifySignature() { fatalError("bad signature") } }
+        let verifyRate = Double(verifySample.count) / verifySeconds
+        let ceiling = verifyRate * Double(cores)
+
+        let dirA = try tempDirectory(), dirB = try tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dirA); try? FileManager.default.removeItem(atPath: dirB) }
+        do {
+            let seed = try Store(path: dirA + "/store.sqlite")
+            for start in stride(from: 0, to: n, by: 5000) {
+                _ = try seed.ingest(Array(records[start..<min(start + 5000, n)]), nowMillis: UInt64(Date().timeIntervalSince1970 * 1000))
+            }
+        }
+        let a = try node(dirA, peers: [])
+        try a.start()
+        let b = try node(dirB, peers: [a.listenAddress])
+        log("cold sync of \(n) records")
+        var count = 0
+        let seconds = try measure {
+            try b.start()
+            guard wait(for: b, records: n, timeout: 600) else { fatalError("cold sync did not finish") }
+            count = b.status().records
+        }
+        a.stop()
+        b.stop()
+        let rate = Double(count) / seconds
+        return [
+            "### Cold sync of \(n) records to a fresh node over loopback",
+            "",
+            "| measure | records/s |",
+            "|---|---|",
+            "| raw Ed25519 verify, one core | \(String(format: "%.0f", verifyRate)) |",
+            "| ceiling: verify rate x \(cores) cores | \(String(format: "%.0f", ceiling)) |",
+            "| **cold sync: connect, reconcile, transfer, verify, store, materialize** | **\(String(format: "%.0f", rate))** |",
+            "",
+            "Cold sync / ceiling = \(String(format: "%.2f", rate / ceiling)) (target at least 0.50); \(String(format: "%.1f", seconds)) s in all.",
+        ]
+    }
+
+    static func reconciliation(_ n: Int) -> [String] {
+        log("reconciliation of \(n) against \(n)")
+        var rng = SecureRandom()
+        let base = (0..<n).map { i in NegentropyItem(timestamp: UInt64(1_700_000_000_000 + i) << 16, id: secureRandomBytes(32))! }
+        var lines = [
+            "### Reconciliation of \(n) against \(n) records (Negentropy, 60 kB messages)",
+            "",
+            "| differences | round trips | bytes initiator -> responder | bytes responder -> initiator | time |",
+            "|---|---|---|---|---|",
+        ]
+        for differences in [1, 10, 1000] {
+            // Distinct positions, dropped alternately from one side or the other.
+            var positions = [Int: Bool]()
+            while positions.count < differences { positions[Int(rng.next() % UInt64(n))] = positions.count % 2 == 0 }
+            let a = base.indices.filter { positions[$0] != true }.map { base[$0] }
+            let b = base.indices.filter { positions[$0] != false }.map { base[$0] }
+            var result: (have: Set<[UInt8]>, need: Set<[UInt8]>, roundTrips: Int, bytesAtoB: Int, bytesBtoA: Int)!
+            let seconds = measure { result = try! NegentropySession.reconcileInMemory(a, b, frameSizeLimit: 60_000) }
+            precondition(result.have.count + result.need.count == differences, "reconciliation missed a difference")
+            lines.append("| \(differences) | \(result.roundTrips) | \(result.bytesAtoB) | \(result.bytesBtoA) | \(String(format: "%.2f", seconds)) s |")
+        }
+        lines += ["", "Target: 1 difference in at most 3 round trips and 2 KB each way."]
+        return lines
+    }
+
+    static func latency(messages: Int) throws -> [String] {
+        let dirA = try tempDirectory(), dirB = try tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dirA); try? FileManager.default.removeItem(atPath: dirB) }
+        let a = try node(dirA, peers: [])
+        try a.start()
+        let b = try node(dirB, peers: [a.listenAddress])
+        try b.start()
+        defer { a.stop(); b.stop() }
+        guard waitConnected(b, timeout: 30) else { fatalError("nodes did not connect") }
+        log("latency of \(messages) messages")
+        let arrived = DispatchSemaphore(value: 0)
+        let expected = LockedID()
+        b.addObserver { records in if records.contains(where: { $0.id == expected.value }) { arrived.signal() } }
+        var samples = [Double]()
+        let path = try Path("/conversations/latency/messages")
+        for i in 0..<messages {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try a.write { store, key in
+                let (_, record) = try store.push(path, value: .object(["senderId": .string(key.publicKey.userID), "text": .string("ping \(i)")]),
+                                                 signer: key, nowMillis: UInt64(Date().timeIntervalSince1970 * 1000))
+                expected.value = record.id
+            }
+            guard arrived.wait(timeout: .now() + 10) == .success else { fatalError("message \(i) did not arrive") }
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+        samples.sort()
+        let median = samples[samples.count / 2], p99 = samples[min(samples.count - 1, samples.count * 99 / 100)]
+        return [
+            "### Write on node A to visible on node B, loopback, \(messages) messages one after another",
+            "",
+            "| median | p99 | max |",
+            "|---|---|---|",
+            "| \(String(format: "%.2f", median)) ms | \(String(format: "%.2f", p99)) ms | \(String(format: "%.2f", samples.last!)) ms |",
+            "",
+            "Measured from the start of the write (signing and a durable SQLite commit on A included) to B's store commit. Target: p99 under 20 ms.",
+        ]
+    }
+}
+
+/// The id the latency benchmark waits for, set on the writer's thread and read on B's queue.
+final class LockedID: @unchecked Sendable {
+    private let lock = NSLock()
+    private var id: Digest32?
+    var value: Digest32? {
+        get { lock.lock(); defer { lock.unlock() }; return id }
+        set { lock.lock(); id = newValue; lock.unlock() }
+    }
+}
+
+/// A counter shared between the observer and the waiting thread.
+final class LockedCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int {
+        get { lock.lock(); defer { lock.unlock() }; return count }
+        set { lock.lock(); count = newValue; lock.unlock() }
+    }
+}

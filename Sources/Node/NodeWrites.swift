@@ -1,0 +1,44 @@
+import Dispatch
+import Crypto
+import Store
+import Wire
+
+/// Local writes through the running node, and observers of every record that arrives.
+extension Node {
+    /// Runs `body` (a write on the store with the node's identity) on the node's queue, then
+    /// pushes the new records at once, by session and by datagram. The write is durable when
+    /// this returns.
+    public func write<T>(_ body: (Store, PrivateKey) throws -> T) throws -> T {
+        try queue.sync {
+            let result = try body(store, identity)
+            pickUpLocalWrites()
+            return result
+        }
+    }
+
+    /// Reads the store on the node's queue.
+    public func read<T>(_ body: (Store) throws -> T) rethrows -> T {
+        try queue.sync { try body(store) }
+    }
+
+    /// Calls `observer` on the node's queue with every batch of records newly stored, whether
+    /// written locally or received from a peer. Returns a token for `removeObserver`.
+    @discardableResult
+    public func addObserver(_ observer: @escaping ([Record]) -> Void) -> Int {
+        queue.sync {
+            nextObserverID += 1
+            observers[nextObserverID] = observer
+            return nextObserverID
+        }
+    }
+
+    public func removeObserver(_ token: Int) {
+        queue.async { [self] in observers.removeValue(forKey: token) }
+    }
+
+    func notifyObservers(_ records: [Record]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !records.isEmpty else { return }
+        for observer in observers.values { observer(records) }
+    }
+}

@@ -1,0 +1,95 @@
+import Crypto
+import SQLite
+import Tree
+import Wire
+
+/// The protected zones (Protocol.md §5.4): each profile and each message is one row holding its
+/// owner and its value, the fold of the owner's pairs in write order. Zones are small, so they
+/// are folded whole in memory with the tree's own `setting`, the reference semantics; pairs
+/// arriving in write order (nearly always) extend the stored value instead.
+struct ZoneStore {
+    let db: Connection
+
+    /// Applies a pair written into `zone`.
+    func apply(_ pair: WritePair, zone: Zone, author: PublicKey, order: [UInt8]) throws {
+        // Someone else's pairs can never count in a profile, so they are not even kept.
+        if case let .user(uid) = zone, uid != author.userID { return }
+        let zoneKey = StoreKey.of(zone)
+        let relative = pair.path.relative(to: zone.root) ?? .root
+        try db.run("INSERT OR IGNORE INTO zone_pairs(zone, ord, path, author, value) VALUES (?, ?, ?, ?, ?)", [
+            .text(zoneKey), .blob(order), .text(StoreKey.of(relative)), .blob(author.bytes),
+            .blob(TreeValueCodec.encode(pair.value).encoded()),
+        ])
+        let effective = ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, author: author.bytes)
+
+        // The common case: the zone's first pair, which makes its author the owner.
+        let first = effective ? JSONValue.null.setting(relative, to: pair.value) : .null
+        try db.run("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)", [
+            .text(zoneKey), .blob(author.bytes), .blob(order), effective ? .blob(order) : .null, ZoneStore.encode(first),
+        ])
+        if db.changes == 1 { return }
+
+        guard let row = try db.first("SELECT owner, first_ord, last_ord, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
+            ($0.blob(0), $0.blob(1), $0.isNull(2) ? nil : $0.blob(2), $0.isNull(3) ? nil : $0.blob(3))
+        }) else { return }
+        let (owner, firstOrder, lastOrder, stored) = row
+        if case .message = zone, order.lexicographicallyPrecedes(firstOrder) {
+            // An earlier pair arrived late: its author owns the message, whoever wrote since.
+            try db.run("UPDATE zones SET owner = ?, first_ord = ? WHERE zone = ?", [.blob(author.bytes), .blob(order), .text(zoneKey)])
+            if owner != author.bytes {
+                try refold(zone)
+                return
+            }
+        }
+        // Only the owner's pairs count (after the above, an earlier pair's author is the owner).
+        guard effective, author.bytes == owner else { return }
+        if let lastOrder, !lastOrder.lexicographicallyPrecedes(order) {
+            try refold(zone)  // older than what the value already holds: fold again in order
+            return
+        }
+        let current = try stored.map { try ZoneStore.decode($0, zone: zone) } ?? .null
+        let next = current.setting(relative, to: pair.value)
+        try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?", [.blob(order), ZoneStore.encode(next), .text(zoneKey)])
+    }
+
+    /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write order.
+    func refold(_ zone: Zone) throws {
+        let zoneKey = StoreKey.of(zone)
+        guard let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(zoneKey)], { $0.blob(0) }) else { return }
+        var value = JSONValue.null
+        var last: [UInt8]?
+        try db.query("SELECT path, value, ord FROM zone_pairs WHERE zone = ? AND author = ? ORDER BY ord", [.text(zoneKey), .blob(owner)]) { row in
+            let relative = try StoreKey.path(row.text(0))
+            let absolute = try zone.root.appending(relative)
+            let pairValue = try TreeValueCodec.decode(CBORDecoder.decode(row.blob(1)), at: absolute)
+            guard ZoneStore.obeysRules(zone, path: absolute, value: pairValue, author: owner) else { return }
+            value = value.setting(relative, to: pairValue)
+            last = row.blob(2)
+        }
+        try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?",
+                   [last.map(SQLValue.blob) ?? .null, ZoneStore.encode(value), .text(zoneKey)])
+    }
+
+    /// The value of a zone, relative to its root (null when absent or empty).
+    func value(of zone: Zone) throws -> JSONValue {
+        guard let bytes = try db.first("SELECT value FROM zones WHERE zone = ? AND value IS NOT NULL", [.text(StoreKey.of(zone))], {
+            $0.blob(0)
+        }) else { return .null }
+        return try ZoneStore.decode(bytes, zone: zone)
+    }
+
+    /// The senderId rule of messages (the owner check is the caller's).
+    static func obeysRules(_ zone: Zone, path: Path, value: JSONValue, author: [UInt8]) -> Bool {
+        guard case .message = zone else { return true }
+        guard let key = try? PublicKey(bytes: author) else { return false }
+        return Zone.keepsSenderID(path: path, value: value, author: key.userID)
+    }
+
+    static func encode(_ value: JSONValue) -> SQLValue {
+        value == .null ? .null : .blob(TreeValueCodec.encode(value).encoded())
+    }
+
+    static func decode(_ bytes: [UInt8], zone: Zone) throws -> JSONValue {
+        try TreeValueCodec.decode(CBORDecoder.decode(bytes, limits: CBORLimits(maxDepth: 40, maxItems: 1_000_000)), at: zone.root)
+    }
+}
