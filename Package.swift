@@ -29,8 +29,12 @@ let package = Package(
         // The composition root: a running node.
         .target(name: "Node", dependencies: ["Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
 
+        // HTTP/1.1 parsing (sans-IO) and the local API served by a node.
+        .target(name: "HTTP"),
+        .target(name: "LocalAPI", dependencies: ["HTTP", "Node", "Store", "Transport", "Wire", "Tree", "Crypto"]),
+
         // Commands and the executables (whose mains are one line).
-        .target(name: "CLI", dependencies: ["Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .target(name: "CLI", dependencies: ["LocalAPI", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
         .executableTarget(name: "lanchat", dependencies: ["CLI"]),
         .executableTarget(name: "NoiseInterop", dependencies: ["Sync", "Crypto"]),
         .target(name: "Bench", dependencies: ["Node", "Sync", "Transport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
@@ -42,6 +46,7 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["CLI"]),
     ],

@@ -21,6 +21,10 @@ public enum BenchMain {
                 options.records = n
                 arguments.removeFirst()
             case "--no-write": options.writeFile = false
+            case "--reconcile-items", "--latency-messages":
+                guard let n = arguments.first.flatMap(Int.init), n > 0 else { fail("\(a) needs a positive integer") }
+                if a == "--reconcile-items" { options.reconciliationItems = n } else { options.latencyMessages = n }
+                arguments.removeFirst()
             case "--quick":
                 // A smoke run: small sizes, nothing written.
                 options.records = 2_000

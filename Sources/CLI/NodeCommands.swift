@@ -1,6 +1,7 @@
 import Crypto
 import Dispatch
 import Foundation
+import LocalAPI
 import Node
 import Store
 import Sync
@@ -19,6 +20,9 @@ enum NodeCommands {
             """,
         options: [
             OptionSpec(name: "listen", valueName: "HOST:PORT", help: "Session address (default 0.0.0.0:0, a free port)."),
+            OptionSpec(name: "api", valueName: "HOST:PORT", help: "Local API address (default 127.0.0.1:0, a free port)."),
+            OptionSpec(name: "api-token", valueName: "TOKEN", help: "The API's bearer token (default: the one in the data directory)."),
+            OptionSpec(name: "api-public", valueName: nil, help: "Allow an --api address other than loopback."),
             OptionSpec(name: "network", valueName: "NAME", help: "Join the public network NAME (default: lanchat)."),
             OptionSpec(name: "network-key-file", valueName: "FILE", help: "Join the private network whose key is in FILE."),
             OptionSpec(name: "peer", valueName: "HOST:PORT", help: "Also keep a session with this peer (repeatable).", repeatable: true),
@@ -44,9 +48,18 @@ enum NodeCommands {
             formatter.formatOptions = [.withTime, .withColonSeparatorInTime, .withFractionalSeconds]
             FileHandle.standardError.write(Data("\(formatter.string(from: Date())) \(line)\n".utf8))
         }
+        let apiAddress = try address(args.value("api") ?? "127.0.0.1:0", option: "api")
+        guard args.flag("api-public") || apiAddress.isLoopback else {
+            throw UsageError(message: "--api \(apiAddress) is not a loopback address; add --api-public to serve it beyond this machine")
+        }
         let runtime = try NodeRuntime(directory: context.dataDirectory, network: network, config: config)
+        let token = try args.value("api-token") ?? APIToken.loadOrCreate(context.dataDirectory)
         try runtime.start()
+        let api = try APIServer(node: runtime.node, address: apiAddress, token: token)
+        runtime.node.queue.sync { api.start() }
+        try runtime.publish(extra: ["api": api.address.description])
         console.printError("lanchat node \(runtime.node.userID) listening on \(runtime.node.listenAddress), network \(network.fingerprint)\(config.discovery ? ", discovery on UDP \(config.discoveryPort)" : "")")
+        console.printError("local API on http://\(api.address) (token: lanchat status shows it)")
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         var sources = [any DispatchSourceSignal]()
@@ -54,6 +67,7 @@ enum NodeCommands {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler {
                 console.printError("stopping")
+                runtime.node.queue.sync { api.close() }
                 runtime.stop()
                 exit(0)
             }
@@ -103,10 +117,20 @@ enum NodeCommands {
         }
         context.console.print("user:     \(status.userID) (\(status.name))")
         context.console.print("listen:   \(status.listen)")
+        if let api = apiAddress(context.dataDirectory) {
+            let token = APIToken.load(context.dataDirectory) ?? "set with --api-token"
+            context.console.print("api:      http://\(api) (token \(token))")
+        }
         context.console.print("network:  \(status.network)")
         context.console.print("records:  \(status.records) (fingerprint \(status.fingerprint))")
         context.console.print("peers:    \(status.peers.filter(\.connected).count) connected, \(status.peers.count) known")
         context.console.print("pid:      \(status.pid)")
+    }
+
+    /// The running node's API address, from its `node.json`.
+    static func apiAddress(_ directory: DataDirectory) -> String? {
+        guard let info = ControlClient.info(directory) else { return nil }
+        return info["api"] as? String
     }
 
     static func askStatus(_ context: CommandContext) throws -> NodeStatus {

@@ -33,11 +33,17 @@ public final class NodeRuntime: @unchecked Sendable {
         control = try ControlServer(node: node)
     }
 
-    /// Starts the node and publishes its control port.
+    /// Starts the node and its control channel.
     public func start() throws {
         try node.start()
         node.queue.sync { control.start() }
-        let info: [String: Any] = ["pid": Int(getpid()), "control": Int(control.port), "listen": node.listenAddress.description]
+    }
+
+    /// Publishes `node.json` (pid, control port, session address, and `extra` such as the API
+    /// address), which tells the CLI that the node runs and how to reach it.
+    public func publish(extra: [String: String] = [:]) throws {
+        var info: [String: Any] = ["pid": Int(getpid()), "control": Int(control.port), "listen": node.listenAddress.description]
+        for (key, value) in extra { info[key] = value }
         let data = try JSONSerialization.data(withJSONObject: info)
         let path = NodeRuntime.infoPath(directory)
         try data.write(to: URL(fileURLWithPath: path + ".tmp"))
@@ -55,12 +61,17 @@ public final class NodeRuntime: @unchecked Sendable {
 
 /// The CLI's side of the control channel: finds the running node of a data directory and asks it.
 public enum ControlClient {
-    /// The node's answer to `request`, or `nil` when no node runs on the directory.
-    public static func ask(_ directory: DataDirectory, _ request: String, timeoutSeconds: Int = 5) -> String? {
+    /// The running node's `node.json`, or `nil` when no node runs on the directory.
+    public static func info(_ directory: DataDirectory) -> [String: Any]? {
         guard let data = FileManager.default.contents(atPath: NodeRuntime.infoPath(directory)),
               let info = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let port = info["control"] as? Int, let pid = info["pid"] as? Int, kill(pid_t(pid), 0) == 0
-        else { return nil }
+              let pid = info["pid"] as? Int, kill(pid_t(pid), 0) == 0 else { return nil }
+        return info
+    }
+
+    /// The node's answer to `request`, or `nil` when no node runs on the directory.
+    public static func ask(_ directory: DataDirectory, _ request: String, timeoutSeconds: Int = 5) -> String? {
+        guard let info = info(directory), let port = info["control"] as? Int else { return nil }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -42,3 +42,21 @@ extension Node {
         for observer in observers.values { observer(records) }
     }
 }
+
+/// Access for code that already runs on the node's queue (the local API's connections share it).
+extension Node {
+    /// The store and identity, for callers on the node's queue.
+    public func withStoreOnQueue<T>(_ body: (Store, PrivateKey) throws -> T) rethrows -> T {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return try body(store, identity)
+    }
+
+    /// After a local write made on the node's queue: push its records and tell the observers.
+    public func localWritesDone() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        pickUpLocalWrites()
+    }
+
+    /// `status()` for callers on the node's queue.
+    public func statusFromQueue() -> NodeStatus { statusOnQueue() }
+}

@@ -1,0 +1,38 @@
+/// Resource bounds for `HTTPRequestParser`.
+///
+/// The local API listens for any program on the machine (and browsers), so a request must not be
+/// able to make the node hold more than a known amount of memory: every byte the parser keeps is
+/// counted against one of these limits.
+public struct HTTPLimits: Hashable, Sendable {
+    /// Longest request line, in bytes, not counting its CRLF. Longer: 414.
+    public var maxRequestLineBytes: Int
+    /// Longest single header (or trailer, or chunk-size) line, in bytes, not counting its CRLF.
+    /// Longer: 431 (400 for a chunk-size line, which is body framing, not a header).
+    public var maxHeaderLineBytes: Int
+    /// Largest sum of the header lines' lengths (each without its CRLF); trailers of a chunked
+    /// body count against the same budget. Larger: 431.
+    public var maxHeaderBytes: Int
+    /// Most header lines in a request; trailers count against the same budget. More: 431.
+    public var maxHeaderCount: Int
+    /// Largest body, in bytes after removing any chunked framing. Larger: 413.
+    public var maxBodyBytes: Int
+
+    /// Creates limits; the defaults are 8 KiB lines, 32 KiB of headers, 100 headers and 16 MiB
+    /// bodies (the JSON parser's own document limit, so any body it could accept fits).
+    public init(
+        maxRequestLineBytes: Int = 8 * 1024,
+        maxHeaderLineBytes: Int = 8 * 1024,
+        maxHeaderBytes: Int = 32 * 1024,
+        maxHeaderCount: Int = 100,
+        maxBodyBytes: Int = 16 * 1024 * 1024
+    ) {
+        self.maxRequestLineBytes = maxRequestLineBytes
+        self.maxHeaderLineBytes = maxHeaderLineBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxHeaderCount = maxHeaderCount
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// The limits used when none are given.
+    public static let `default` = HTTPLimits()
+}

@@ -1,0 +1,110 @@
+import Dispatch
+import HTTP
+import Node
+import Transport
+import Tree
+import Wire
+
+/// Firebase streaming (server-sent events) for every listener of the local API. A listener
+/// gets a `put` of its path's current value at once, then a `put` for every change at or below
+/// its path, written locally or merged from a peer, and `keep-alive` events. Each listener's
+/// unsent bytes are bounded: one that cannot keep up is closed, without slowing the node.
+final class EventHub {
+    let node: Node
+    private var listeners: [ObjectIdentifier: (connection: TCPConnection, path: Path)] = [:]
+    private var observer: Int?
+    private var keepAlive: RepeatingTimer?
+
+    /// Unsent bytes beyond which a listener is dropped.
+    static let maxPendingBytes = 4 << 20
+    /// Between keep-alive events (Python's client times out after 120 s of silence).
+    static let keepAliveInterval: DispatchTimeInterval = .seconds(30)
+
+    init(node: Node) { self.node = node }
+
+    /// Registers with the node; call on the node's queue.
+    func start() {
+        dispatchPrecondition(condition: .onQueue(node.queue))
+        // addObserver syncs onto the queue, so register from outside it.
+        let hub = UncheckedHub(self)
+        DispatchQueue.global().async {
+            let token = hub.value.node.addObserver { records in hub.value.recordsAdded(records) }
+            hub.value.node.queue.async { hub.value.observer = token }
+        }
+        keepAlive = RepeatingTimer(interval: EventHub.keepAliveInterval, queue: node.queue) {
+            hub.value.broadcastKeepAlive()
+        }
+    }
+
+    func close() {
+        keepAlive?.cancel()
+        if let observer { node.removeObserver(observer) }
+        for listener in listeners.values { listener.connection.close() }
+        listeners.removeAll()
+    }
+
+    /// Answers the stream request and sends the initial snapshot, atomically on the node's queue:
+    /// no write can fall between the snapshot and the registration.
+    func add(_ connection: TCPConnection, path: Path) {
+        dispatchPrecondition(condition: .onQueue(node.queue))
+        let head = HTTPChunkedWriter.head(status: 200, headers: [
+            ("Content-Type", "text/event-stream; charset=utf-8"),
+            ("Cache-Control", "no-cache"),
+            ("Access-Control-Allow-Origin", "*"),
+        ])
+        connection.write(head)
+        let value = (try? node.withStoreOnQueue { store, _ in try store.value(at: path) }) ?? .null
+        listeners[ObjectIdentifier(connection)] = (connection, path)
+        send("put", .object(["path": "/", "data": value]), to: connection)
+    }
+
+    func remove(_ connection: TCPConnection) {
+        listeners.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    private func send(_ event: String, _ data: JSONValue, to connection: TCPConnection) {
+        // LF only, one line of JSON: anything else kills Python's client.
+        let text = "event: \(event)\ndata: \(data.serialized())\n\n"
+        connection.write(HTTPChunkedWriter.chunk(Array(text.utf8)))
+        if connection.pendingWriteBytes > EventHub.maxPendingBytes {
+            remove(connection)
+            connection.close()
+        }
+    }
+
+    private func broadcastKeepAlive() {
+        for listener in listeners.values { send("keep-alive", .null, to: listener.connection) }
+    }
+
+    /// Turns new records into events: for a pair at or below a listener's path, a `put` of the
+    /// current value at the pair's path; for a pair above it, a `put` of the whole listened value.
+    func recordsAdded(_ records: [Record]) {
+        dispatchPrecondition(condition: .onQueue(node.queue))
+        guard !listeners.isEmpty else { return }
+        var cache: [Path: JSONValue] = [:]
+        func value(_ path: Path) -> JSONValue {
+            if let cached = cache[path] { return cached }
+            let v = (try? node.withStoreOnQueue { store, _ in try store.value(at: path) }) ?? .null
+            cache[path] = v
+            return v
+        }
+        for record in records {
+            guard case let .write(pairs) = record.body else { continue }
+            for pair in pairs {
+                for listener in listeners.values {
+                    if let relative = pair.path.relative(to: listener.path) {
+                        send("put", .object(["path": .string(relative.description), "data": value(pair.path)]), to: listener.connection)
+                    } else if pair.path.isAncestor(of: listener.path) {
+                        send("put", .object(["path": "/", "data": value(listener.path)]), to: listener.connection)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Lets timer and observer closures hold the hub, which is confined to the node's queue.
+struct UncheckedHub: @unchecked Sendable {
+    let value: EventHub
+    init(_ value: EventHub) { self.value = value }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HTTP
+import Node
+import Store
+import Tree
+import Crypto
+import Wire
+
+/// The Firebase Realtime Database REST protocol over the node's tree (shared/FIREBASE-REST.md):
+/// GET with shallow, queries and ETags; PUT, PATCH, POST, DELETE with conditional writes and
+/// `print=silent`. Writes are records signed by the node's identity, so they sync.
+struct RESTHandler {
+    let node: Node
+
+    /// A request's tree path, or the error response to send instead.
+    enum Target {
+        case path(Path)
+        case refused(HTTPResponse)
+    }
+
+    /// The tree path of a `/<path>.json` request (`/.json` is the root).
+    static func treePath(_ request: HTTPRequest) -> Target {
+        var segments = request.path
+        guard let last = segments.last, last.hasSuffix(".json") else {
+            return .refused(APIResponse.error(404, "Not found: data paths end in .json"))
+        }
+        segments[segments.count - 1] = String(last.dropLast(5))
+        segments.removeAll { $0.isEmpty }
+        do {
+            return .path(try Path(segments: segments))
+        } catch {
+            return .refused(APIResponse.error(400, "Invalid path: \(error)"))
+        }
+    }
+
+    func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let path: Path
+        switch RESTHandler.treePath(request) {
+        case let .path(p): path = p
+        case let .refused(response): return response
+        }
+        do {
+            switch request.method {
+            case "GET": return try get(path, request)
+            case "PUT": return try put(path, request)
+            case "PATCH": return try patch(path, request)
+            case "POST": return try post(path, request)
+            case "DELETE": return try delete(path, request)
+            default: return APIResponse.error(405, "Method not allowed")
+            }
+        } catch let error as TreeError {
+            return APIResponse.error(400, "\(error)")
+        } catch let error as FirebaseQueryError {
+            return APIResponse.error(400, "\(error)")
+        } catch let error as RecordError {
+            return APIResponse.error(400, "\(error)")
+        } catch let error as BadRequest {
+            return APIResponse.error(400, error.message)
+        } catch {
+            // A failure of the node itself (the store), not of the request.
+            return APIResponse.error(500, "\(error)")
+        }
+    }
+
+    struct BadRequest: Error { let message: String }
+
+    private func current(_ path: Path) throws -> JSONValue {
+        try node.withStoreOnQueue { store, _ in try store.value(at: path) }
+    }
+
+    private func body(_ request: HTTPRequest, default fallback: JSONValue? = nil) throws -> JSONValue {
+        if request.body.isEmpty, let fallback { return fallback }
+        do { return try JSONValue.parse(request.body) } catch {
+            throw BadRequest(message: "Invalid data; couldn't parse JSON object, array, or value.")
+        }
+    }
+
+    private func silent(_ request: HTTPRequest) -> Bool { request.queryValue("print") == "silent" }
+    private func pretty(_ request: HTTPRequest) -> Bool { request.queryValue("print") == "pretty" }
+
+    private func get(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
+        var value = try current(path)
+        let etag = firebaseETag(of: value)
+        if let match = request.header("if-none-match"), match == etag {
+            return HTTPResponse(status: 304, headers: APIResponse.common + [("ETag", etag)])
+        }
+        let query = try FirebaseQuery.parse(request.query.map { ($0.name, $0.value) })
+        if request.queryValue("shallow") == "true" {
+            guard query == nil else { throw BadRequest(message: "Mixing 'shallow' and querying parameters is not supported") }
+            value = shallow(value)
+        } else if let query {
+            value = query.apply(to: value)
+        }
+        return APIResponse.json(value, extra: [("ETag", etag)], pretty: pretty(request))
+    }
+
+    /// Checks `if-match`: the write happens only if the current value still has that ETag.
+    private func precondition(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse? {
+        guard let expected = request.header("if-match") else { return nil }
+        let value = try current(path)
+        let etag = firebaseETag(of: value)
+        guard expected == etag else {
+            return APIResponse.json(value, status: 412, extra: [("ETag", etag)])
+        }
+        return nil
+    }
+
+    private func written(_ path: Path, _ request: HTTPRequest, _ shown: JSONValue) throws -> HTTPResponse {
+        let etag = firebaseETag(of: try current(path))
+        if silent(request) { return APIResponse.noContent(extra: [("ETag", etag)]) }
+        return APIResponse.json(shown, extra: [("ETag", etag)], pretty: pretty(request))
+    }
+
+    private func put(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
+        let value = try body(request)
+        if let failed = try precondition(path, request) { return failed }
+        try write { store, key, now in try store.set(path, to: value, signer: key, nowMillis: now) }
+        return try written(path, request, try current(path))
+    }
+
+    private func patch(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
+        let value = try body(request)
+        guard case .object = value else { throw BadRequest(message: "Invalid data; the body of a PATCH must be an object.") }
+        if let failed = try precondition(path, request) { return failed }
+        try write { store, key, now in try store.update(path, with: value, signer: key, nowMillis: now) }
+        return try written(path, request, value)
+    }
+
+    private func post(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
+        let value = try body(request, default: .string(""))
+        var name = ""
+        try write { store, key, now in name = try store.push(path, value: value, signer: key, nowMillis: now).key }
+        if silent(request) { return APIResponse.noContent() }
+        return APIResponse.json(.object(["name": .string(name)]))
+    }
+
+    private func delete(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
+        if let failed = try precondition(path, request) { return failed }
+        try write { store, key, now in try store.delete(path, signer: key, nowMillis: now) }
+        return try written(path, request, .null)
+    }
+
+    private func write(_ body: (Store, Crypto.PrivateKey, UInt64) throws -> Void) throws {
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        try node.withStoreOnQueue { store, key in try body(store, key, now) }
+        node.localWritesDone()
+    }
+}

@@ -1,0 +1,42 @@
+import HTTP
+import Node
+import Tree
+
+/// Sends each request to what serves it: node endpoints under `/.lanchat/` (a prefix no data
+/// path can take, since keys may not contain "."), the tree at `/<path>.json`.
+enum Router {
+    static func handle(_ request: HTTPRequest, server: APIServer) -> HTTPResponse {
+        if request.path.first == ".lanchat" {
+            return NodeEndpoints.handle(request, node: server.node)
+        }
+        return RESTHandler(node: server.node).handle(request)
+    }
+}
+
+/// `/.lanchat/status` and `/.lanchat/peers`: what `lanchat status` shows, as JSON.
+enum NodeEndpoints {
+    static func handle(_ request: HTTPRequest, node: Node) -> HTTPResponse {
+        guard request.method == "GET" else { return APIResponse.error(405, "Method not allowed") }
+        let status = node.statusFromQueue()
+        let peers: JSONValue = .array(status.peers.map { peer in
+            var fields: [String: JSONValue] = [
+                "userId": .string(peer.userID), "name": .string(peer.name), "address": .string(peer.address),
+                "connected": .bool(peer.connected), "discovered": .bool(peer.discovered),
+            ]
+            if let seen = peer.lastSeenSecondsAgo { fields["lastSeenSecondsAgo"] = .number(seen.rounded()) }
+            return .object(fields)
+        })
+        switch request.path.dropFirst().first {
+        case "status":
+            return APIResponse.json(.object([
+                "userId": .string(status.userID), "name": .string(status.name), "listen": .string(status.listen),
+                "network": .string(status.network), "records": .number(Double(status.records)),
+                "fingerprint": .string(status.fingerprint), "peers": peers,
+            ]))
+        case "peers":
+            return APIResponse.json(peers)
+        default:
+            return APIResponse.error(404, "Not found")
+        }
+    }
+}

@@ -1,0 +1,382 @@
+#!/usr/bin/env bash
+# A virtual LAN of five hosts in network namespaces, one lanchat node on each, proving that the
+# nodes find each other by multicast alone and converge through a partition, a crash during
+# sync and packet loss.
+#
+# Usage: Tools/netns-testbed.sh [path/to/lanchat]      (default .build/debug/lanchat; needs root)
+#
+# Topology: a "switch" namespace holding a bridge, and five host namespaces lanchat-tb-h1..h5,
+# each with lo and one veth (tb0, 10.231.77.N/24) plugged into the bridge. Traffic stays inside
+# these namespaces: every node beacons only on its namespace's tb0, and every CLI command runs
+# inside the node's namespace (the node's control port is on that namespace's loopback).
+# An nftables rule in each host drops broadcast beacons, so discovery can only be by multicast.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "netns testbed: skipped: needs root (network namespaces, bridges, nftables)"
+    exit 0
+fi
+LANCHAT=${1:-.build/debug/lanchat}
+[ -x "$LANCHAT" ] || { echo "netns testbed: no lanchat binary at $LANCHAT (build it first)" >&2; exit 1; }
+LANCHAT=$(realpath "$LANCHAT")
+command -v ip >/dev/null || { echo "netns testbed: needs ip (iproute2)" >&2; exit 1; }
+if ! command -v nft >/dev/null; then
+    echo "netns testbed: installing nftables" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; } >/dev/null 2>&1
+    command -v nft >/dev/null || { echo "netns testbed: needs nft (apt-get install nftables)" >&2; exit 1; }
+fi
+command -v python3 >/dev/null || { echo "netns testbed: needs python3 (for sqlite3)" >&2; exit 1; }
+
+PREFIX=lanchat-tb
+SWITCH=$PREFIX-sw
+SUBNET=10.231.77
+PORT=7000
+HOSTS=(1 2 3 4 5)
+NAMES=("" "Nguyễn Văn An" "Alice Smith" "박준영" "Omar Haddad" "Ingrid Berg")
+DEADLINE=${NETNS_TESTBED_DEADLINE:-60}   # seconds allowed per wait
+
+# One run at a time: the namespace names are fixed. Node processes do not inherit the lock.
+exec 9>/run/lock/lanchat-netns-testbed.lock
+flock -w 900 9 || { echo "netns testbed: another run holds /run/lock/lanchat-netns-testbed.lock" >&2; exit 1; }
+
+hostns() { echo "$PREFIX-h$1"; }
+
+# Removes the namespaces of this testbed, first ending the processes still inside them (by pid:
+# only nodes this script started run there).
+teardown_namespaces() {
+    local ns pids
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX-"); do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        if [ -n "$pids" ]; then
+            kill -TERM $pids 2>/dev/null
+            for _ in $(seq 50); do
+                pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] && break; sleep 0.1
+            done
+            [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+        fi
+        ip netns del "$ns" 2>/dev/null
+    done
+}
+teardown_namespaces   # leftovers of an aborted run
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/lanchat-netns.XXXXXX")
+declare -A PID=()
+passed=0 failed=0
+started=$EPOCHREALTIME
+
+cleanup() {
+    local n
+    for n in "${!PID[@]}"; do kill -TERM "${PID[$n]}" 2>/dev/null; done
+    for n in "${!PID[@]}"; do wait_exit "${PID[$n]}" 5 || kill -KILL "${PID[$n]}" 2>/dev/null; done
+    wait 2>/dev/null
+    teardown_namespaces
+    if [ "$failed" -eq 0 ] && [ "${setup_ok:-0}" -eq 1 ] && [ -z "${interrupted:-}" ] &&
+       [ -z "${NETNS_TESTBED_KEEP:-}" ]; then
+        rm -rf "$work"
+    else
+        echo "netns testbed: logs and data kept in $work" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'interrupted=1; exit 130' INT TERM
+
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+
+# wait_exit PID SECONDS: wait until the process has ended.
+wait_exit() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    ! kill -0 "$1" 2>/dev/null
+}
+
+# until_true SECONDS COMMAND...: poll a condition every 0.2 s until it holds or the deadline passes.
+until_true() {
+    local end
+    end=$(awk -v a="$EPOCHREALTIME" -v s="$1" 'BEGIN { printf "%.3f", a + s }'); shift
+    while ! "$@"; do
+        awk -v a="$EPOCHREALTIME" -v e="$end" 'BEGIN { exit !(a >= e) }' && return 1
+        sleep 0.2
+    done
+}
+
+# check OK NAME DETAIL: one report line per check.
+check() {
+    if [ "$1" -eq 0 ]; then
+        passed=$((passed + 1)); echo "ok   $2${3:+ ($3)}"
+    else
+        failed=$((failed + 1)); echo "FAIL $2${3:+ ($3)}"; show_logs
+    fi
+}
+show_logs() {
+    local n
+    for n in "${HOSTS[@]}"; do
+        echo "--- h$n log (last 15 lines):" >&2
+        tail -n 15 "$work/h$n.log" 2>/dev/null | sed 's/^/    /' >&2
+    done
+}
+
+# lc N COMMAND ARGS...: a lanchat command on node N's data directory, inside its namespace.
+lc() { local n=$1 cmd=$2; shift 2; ip netns exec "$(hostns "$n")" "$LANCHAT" "$cmd" --data "$work/h$n" "$@"; }
+
+# ---------------------------------------------------------------------------------------------
+# The virtual LAN.
+setup_lan() {
+    local n ns
+    ip netns add "$SWITCH" || return 1
+    ip -n "$SWITCH" link set lo up
+    # No IGMP snooping: the bridge floods multicast like a plain switch, with no querier needed.
+    ip -n "$SWITCH" link add br0 type bridge mcast_snooping 0 || return 1
+    ip -n "$SWITCH" link set br0 up
+    for n in "${HOSTS[@]}"; do
+        ns=$(hostns "$n")
+        ip netns add "$ns" || return 1
+        ip -n "$ns" link set lo up
+        ip -n "$SWITCH" link add "port$n" type veth peer name tb0 netns "$ns" || return 1
+        ip -n "$SWITCH" link set "port$n" master br0 up
+        ip -n "$ns" addr add "$SUBNET.$n/24" brd + dev tb0
+        ip -n "$ns" link set tb0 up
+        ip -n "$ns" route add 224.0.0.0/4 dev tb0
+        # Beacons also go to the broadcast address; drop those so only multicast can discover.
+        # The counters show both kinds arrived (and so that the broadcast rule had work to do).
+        ip netns exec "$ns" nft -f - <<'EOF' || return 1
+table inet lanchat_tb {
+    chain input {
+        type filter hook input priority 0; policy accept;
+        udp dport 47777 meta pkttype broadcast counter drop
+        udp dport 47777 meta pkttype multicast counter
+    }
+}
+EOF
+    done
+}
+
+start_node() {  # start_node N
+    local n=$1
+    echo "=== testbed: start $(date +%T.%N)" >>"$work/h$n.log"
+    ip netns exec "$(hostns "$n")" "$LANCHAT" run --data "$work/h$n" --listen "$SUBNET.$n:$PORT" \
+        --discovery-interface tb0 >/dev/null 2>>"$work/h$n.log" 9>&- &
+    PID[$n]=$!
+}
+node_answers() { lc "$1" status --json >/dev/null 2>&1; }
+
+stop_node() {  # stop_node N SIGNAL
+    local n=$1
+    kill "-$2" "${PID[$n]}" 2>/dev/null
+    {   # (quietly: bash would report a job killed by a signal)
+        wait_exit "${PID[$n]}" 10 || kill -KILL "${PID[$n]}"
+        wait "${PID[$n]}"
+    } 2>/dev/null
+    unset "PID[$n]"
+}
+
+# peer_ids N any|heard: the user ids of the peers node N has a session with or hears beacons
+# from (any), or hears beacons from (heard), sorted, one per line.
+peer_ids() {
+    lc "$1" status --json 2>/dev/null | python3 -c '
+import json, sys
+status = json.load(sys.stdin)
+heard_only = sys.argv[1] == "heard"
+ids = [p["userID"] for p in status["peers"] if p["discovered"] or (p["connected"] and not heard_only)]
+print("\n".join(sorted(ids)))' "$2"
+}
+others_of() { local m; for m in "${HOSTS[@]}"; do [ "$m" == "$1" ] || cat "$work/h$m.id"; done | sort; }
+heard_count() { peer_ids "$1" heard | grep -c .; }
+
+all_see_the_others() {
+    local n
+    for n in "${HOSTS[@]}"; do [ "$(peer_ids "$n" any)" == "$(others_of "$n")" ] || return 1; done
+}
+
+# Every message text this run sent, one per line; each text is a unique token "tb-...".
+: >"$work/expected"
+send() {  # send N TEXT
+    lc "$1" send general "$2" >/dev/null || { echo "send from h$1 failed" >&2; return 1; }
+    echo "$2" >>"$work/expected"
+}
+
+# tokens_of N: the message tokens node N holds, sorted.
+tokens_of() { lc "$1" messages general 2>/dev/null | grep -o 'tb-[a-z0-9-]*' | sort; }
+has_tokens() {  # has_tokens N FILE: node N holds every token in FILE
+    [ -z "$(comm -23 <(sort "$2") <(tokens_of "$1"))" ]
+}
+lacks_tokens() {  # lacks_tokens N FILE: node N holds none of the tokens in FILE
+    [ -z "$(comm -12 <(sort "$2") <(tokens_of "$1"))" ]
+}
+
+# converged NODES...: each holds exactly the expected messages, and all show the same message
+# list and the same whole tree.
+converged() {
+    local n first=""
+    sort "$work/expected" >"$work/expected.sorted"
+    for n in "$@"; do
+        lc "$n" messages general >"$work/msgs.h$n" 2>/dev/null || return 1
+        grep -o 'tb-[a-z0-9-]*' "$work/msgs.h$n" | sort | cmp -s - "$work/expected.sorted" || return 1
+        [ -z "$first" ] && first=$n
+        cmp -s "$work/msgs.h$first" "$work/msgs.h$n" || return 1
+    done
+    for n in "$@"; do
+        lc "$n" get / >"$work/tree.h$n" 2>/dev/null || return 1
+        cmp -s "$work/tree.h$first" "$work/tree.h$n" || return 1
+    done
+}
+describe_state() {  # what each node holds, for a failure report
+    local n
+    for n in "${HOSTS[@]}"; do
+        echo "    h$n: $(tokens_of "$n" | wc -l) of $(wc -l <"$work/expected") messages, tree $(lc "$n" get / 2>/dev/null | sha256sum | cut -c1-12)" >&2
+    done
+}
+
+integrity() {  # integrity N: PRAGMA integrity_check of node N's store
+    python3 - "$work/h$1/store.sqlite" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print(" ".join(row[0] for row in db.execute("PRAGMA integrity_check")))
+PY
+}
+
+nft_counter() {  # nft_counter N TABLE PATTERN: packets counted by the rule matching PATTERN
+    ip netns exec "$(hostns "$1")" nft list table inet "$2" 2>/dev/null |
+        grep -- "$3" | grep -o 'packets [0-9]*' | awk '{s += $2} END {print s + 0}'
+}
+
+# ---------------------------------------------------------------------------------------------
+echo "netns testbed: $LANCHAT, work dir $work"
+if ! setup_lan >"$work/setup.log" 2>&1; then
+    cat "$work/setup.log" >&2
+    failed=$((failed + 1)); echo "FAIL setting up the namespaces"
+    echo "netns testbed: $passed passed, $failed failed"; exit 1
+fi
+for n in "${HOSTS[@]}"; do
+    lc "$n" init --name "${NAMES[$n]}" >"$work/h$n.id" || { failed=$((failed + 1)); echo "FAIL init h$n"; }
+done
+for n in "${HOSTS[@]}"; do start_node "$n"; done
+for n in "${HOSTS[@]}"; do
+    until_true 20 node_answers "$n" || { failed=$((failed + 1)); echo "FAIL node h$n did not start"; show_logs; }
+done
+setup_ok=1
+
+# 1. Discovery by multicast alone: no --peer, broadcast beacons dropped.
+t=$EPOCHREALTIME
+until_true "$DEADLINE" all_see_the_others; ok=$?
+took=$(elapsed "$t")
+bcast=0 mcast=0
+for n in "${HOSTS[@]}"; do
+    bcast=$((bcast + $(nft_counter "$n" lanchat_tb 'pkttype broadcast')))
+    mcast=$((mcast + $(nft_counter "$n" lanchat_tb 'pkttype multicast')))
+done
+[ "$ok" -eq 0 ] && [ "$mcast" -gt 0 ] || ok=1
+[ "$ok" -eq 0 ] || for n in "${HOSTS[@]}"; do echo "    h$n: $(lc "$n" status --json 2>&1 | head -c 600)" >&2; done
+check "$ok" "1 discovery by multicast alone: every node has the other 4 as peers" \
+    "${took} s; $mcast multicast beacons heard, $bcast broadcast beacons dropped"
+
+# 2. One message from each node reaches all.
+t=$EPOCHREALTIME
+for n in "${HOSTS[@]}"; do send "$n" "tb-hello-from-h$n"; done
+until_true "$DEADLINE" converged "${HOSTS[@]}"; ok=$?
+took=$(elapsed "$t")
+[ "$ok" -eq 0 ] || describe_state
+check "$ok" "2 a message from each node reaches all 5" "${took} s"
+
+# 3. Partition: h3's cable is pulled at the switch; both sides write; the cable goes back.
+cut=3 rest=(1 2 4 5)
+ip -n "$SWITCH" link set "port$cut" down
+t=$EPOCHREALTIME
+# The partition is real once h3 hears nobody and nobody hears h3 (beacons stop for 6 s).
+partitioned() {
+    local n
+    [ "$(heard_count "$cut")" == 0 ] || return 1
+    for n in "${rest[@]}"; do [ "$(heard_count "$n")" == 3 ] || return 1; done
+}
+until_true "$DEADLINE" partitioned; ok=$?
+took_split=$(elapsed "$t")
+: >"$work/side-a"; : >"$work/side-b"
+for i in 1 2 3; do send "$cut" "tb-partition-h$cut-$i" && echo "tb-partition-h$cut-$i" >>"$work/side-a"; done
+for n in 1 2 4; do send "$n" "tb-partition-h$n" && echo "tb-partition-h$n" >>"$work/side-b"; done
+# Each side gets its own writes while the other side sees none of them.
+side_b_spread() { local n; for n in "${rest[@]}"; do has_tokens "$n" "$work/side-b" || return 1; done; }
+[ "$ok" -eq 0 ] && until_true "$DEADLINE" side_b_spread || ok=1
+isolated=0
+lacks_tokens "$cut" "$work/side-b" || isolated=1
+for n in "${rest[@]}"; do lacks_tokens "$n" "$work/side-a" || isolated=1; done
+[ "$isolated" -eq 0 ] || { ok=1; echo "    the partition leaked: a side already holds the other's messages" >&2; }
+ip -n "$SWITCH" link set "port$cut" up
+t=$EPOCHREALTIME
+[ "$ok" -eq 0 ] || describe_state
+check "$ok" "3a partition isolates h$cut while both sides write" "peers lost after ${took_split} s"
+until_true "$DEADLINE" converged "${HOSTS[@]}"; ok=$?
+took=$(elapsed "$t")
+[ "$ok" -eq 0 ] || describe_state
+check "$ok" "3b after the partition heals all 5 converge, nothing lost" "${took} s after the link came up"
+
+# 4. Crash during sync. h5 is stopped; h1 writes 300 messages; h5 starts and is killed with
+# SIGKILL as soon as it logs its first session ("connected to"). h1 writes 100 more; h5 starts
+# and is killed as soon as it logs its first stored batch ("received"), while other sessions may
+# still be delivering. Each time its store must be sound; started once more, it must converge.
+victim=5 others=(1 2 3 4)
+stop_node "$victim" TERM
+bulk_spread() { local n; for n in "${others[@]}"; do has_tokens "$n" "$work/bulk" || return 1; done; }
+logged() { tail -n +"$mark" "$work/h$victim.log" | grep -q "$trigger"; }
+for round in "a:connected to:300" "b:received:100"; do
+    IFS=: read -r label trigger count <<<"$round"
+    : >"$work/bulk"
+    for i in $(seq 1 "$count"); do
+        send 1 "tb-bulk-$label-$i" && echo "tb-bulk-$label-$i" >>"$work/bulk"
+    done
+    until_true "$DEADLINE" bulk_spread; ok=$?
+    mark=$(($(wc -l <"$work/h$victim.log") + 1))
+    start_node "$victim"
+    t=$EPOCHREALTIME
+    while ! logged; do   # a tight poll: this is a trigger, not a synchronisation
+        awk -v a="$EPOCHREALTIME" -v s="$t" -v d="$DEADLINE" 'BEGIN { exit !(a - s >= d) }' && { ok=1; break; }
+        kill -0 "${PID[$victim]}" 2>/dev/null || { ok=1; break; }
+        sleep 0.01
+    done
+    stop_node "$victim" KILL
+    echo "=== testbed: SIGKILL $(date +%T.%N)" >>"$work/h$victim.log"
+    at_kill=$(tokens_of "$victim" | grep -c "tb-bulk-$label-")
+    crash_integrity=$(integrity "$victim" 2>&1)
+    [ "$crash_integrity" == ok ] || { ok=1; echo "    integrity after the crash: $crash_integrity" >&2; }
+    check "$ok" "4$label h$victim killed at its first '$trigger' line, store sound" \
+        "held $at_kill of $count new messages at the kill; integrity $crash_integrity"
+done
+start_node "$victim"
+t=$EPOCHREALTIME
+until_true "$DEADLINE" converged "${HOSTS[@]}"; ok=$?
+took=$(elapsed "$t")
+final_integrity=$(integrity "$victim" 2>&1)
+[ "$final_integrity" == ok ] || ok=1
+[ "$ok" -eq 0 ] || describe_state
+check "$ok" "4c restarted h$victim converges" "${took} s; integrity $final_integrity"
+
+# 5. Packet loss: every host drops 20% of incoming UDP (beacons and pushed records) at random.
+for n in "${HOSTS[@]}"; do
+    ip netns exec "$(hostns "$n")" nft -f - <<'EOF'
+table inet lanchat_tb_loss {
+    chain input {
+        type filter hook input priority -10; policy accept;
+        meta l4proto udp numgen random mod 100 < 20 counter drop
+    }
+}
+EOF
+done
+t=$EPOCHREALTIME
+for n in "${HOSTS[@]}"; do for i in 1 2; do send "$n" "tb-lossy-h$n-$i"; done; done
+until_true "$DEADLINE" converged "${HOSTS[@]}"; ok=$?
+took=$(elapsed "$t")
+dropped=0
+for n in "${HOSTS[@]}"; do dropped=$((dropped + $(nft_counter "$n" lanchat_tb_loss 'numgen random'))); done
+[ "$ok" -eq 0 ] || describe_state
+check "$ok" "5 with 20% UDP loss all 5 converge" "${took} s; $dropped datagrams dropped"
+
+# No node may have seen a protocol violation or failed to store: all peers here are honest.
+if grep -hE 'ignoring it for|could not store' "$work"/h*.log >"$work/violations"; then
+    sed 's/^/    /' "$work/violations" | head -n 20 >&2
+    check 1 "no protocol violations or store errors in the logs" "$(wc -l <"$work/violations") lines"
+else
+    check 0 "no protocol violations or store errors in the logs"
+fi
+
+echo "netns testbed: ran for $(elapsed "$started") s"
+echo "netns testbed: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
