@@ -220,10 +220,13 @@ converged() {
         cmp -s "$work/tree.h$first" "$work/tree.h$n" || return 1
     done
 }
-describe_state() {  # what each node holds, for a failure report
-    local n
+describe_state() {  # what each node holds and whether it still runs, for a failure report
+    local n state
     for n in "${HOSTS[@]}"; do
-        echo "    h$n: $(tokens_of "$n" | wc -l) of $(wc -l <"$work/expected") messages, tree $(lc "$n" get / 2>/dev/null | sha256sum | cut -c1-12)" >&2
+        state="running"
+        if [ -z "${PID[$n]:-}" ]; then state="not started"
+        elif ! kill -0 "${PID[$n]}" 2>/dev/null; then state="NOT RUNNING: it exited or was killed from outside"; fi
+        echo "    h$n: $(tokens_of "$n" | wc -l) of $(wc -l <"$work/expected") messages, tree $(lc "$n" get / 2>/dev/null | sha256sum | cut -c1-12), $state" >&2
     done
 }
 
@@ -337,6 +340,7 @@ for round in "a:connected to:300" "b:received:100"; do
     at_kill=$(tokens_of "$victim" | grep -c "tb-bulk-$label-")
     crash_integrity=$(integrity "$victim" 2>&1)
     [ "$crash_integrity" == ok ] || { ok=1; echo "    integrity after the crash: $crash_integrity" >&2; }
+    [ "$ok" -eq 0 ] || describe_state
     check "$ok" "4$label h$victim killed at its first '$trigger' line, store sound" \
         "held $at_kill of $count new messages at the kill; integrity $crash_integrity"
 done
@@ -368,6 +372,11 @@ dropped=0
 for n in "${HOSTS[@]}"; do dropped=$((dropped + $(nft_counter "$n" lanchat_tb_loss 'numgen random'))); done
 [ "$ok" -eq 0 ] || describe_state
 check "$ok" "5 with 20% UDP loss all 5 converge" "${took} s; $dropped datagrams dropped"
+
+# Every node still runs: none crashed on its own (h5's kills were ours).
+dead=""
+for n in "${HOSTS[@]}"; do kill -0 "${PID[$n]:-0}" 2>/dev/null || dead+=" h$n"; done
+check "$([ -z "$dead" ]; echo $?)" "every node is still running at the end" "${dead:+exited:$dead}"
 
 # No node may have seen a protocol violation or failed to store: all peers here are honest.
 if grep -hE 'ignoring it for|could not store' "$work"/h*.log >"$work/violations"; then

@@ -15,17 +15,26 @@ struct ZoneStore {
         // Someone else's pairs can never count in a profile, so they are not even kept.
         if case let .user(uid) = zone, uid != author.userID { return }
         let zoneKey = StoreKey.of(zone)
-        let relative = pair.path.relative(to: zone.root) ?? .root
+        let root = zone.root
+        let relative = pair.path.relative(to: root) ?? .root
+        let encodedValue = TreeValueCodec.encode(pair.value).encoded()
         try db.run("INSERT OR IGNORE INTO zone_pairs(zone, ord, path, author, value) VALUES (?, ?, ?, ?, ?)", [
-            .text(zoneKey), .blob(order), .text(StoreKey.of(relative)), .blob(author.bytes),
-            .blob(TreeValueCodec.encode(pair.value).encoded()),
+            .text(zoneKey), .blob(order), .text(StoreKey.of(relative)), .blob(author.bytes), .blob(encodedValue),
         ])
         let effective = ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, author: author.bytes)
 
-        // The common case: the zone's first pair, which makes its author the owner.
-        let first = effective ? JSONValue.null.setting(relative, to: pair.value) : .null
+        // The common case: the zone's first pair, which makes its author the owner. A pair at the
+        // zone's root is the zone's whole value, already encoded.
+        let firstValue: SQLValue
+        if !effective || pair.value == .null {
+            firstValue = .null
+        } else if relative.isRoot {
+            firstValue = .blob(encodedValue)
+        } else {
+            firstValue = ZoneStore.encode(JSONValue.null.setting(relative, to: pair.value))
+        }
         try db.run("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)", [
-            .text(zoneKey), .blob(author.bytes), .blob(order), effective ? .blob(order) : .null, ZoneStore.encode(first),
+            .text(zoneKey), .blob(author.bytes), .blob(order), effective ? .blob(order) : .null, firstValue,
         ])
         if db.changes == 1 { return }
 

@@ -53,6 +53,16 @@ extension CBOR {
             for item in items { item.encode(into: &out) }
         case let .map(pairs):
             CBOR.writeHead(5, UInt64(pairs.count), &out)
+            if let textKeys = CBOR.textKeyed(pairs) {
+                // Text keys (tree objects): their encodings sort by length, then bytes, so no
+                // key needs encoding just to be compared.
+                for (key, value) in textKeys.sorted(by: { $0.0.count != $1.0.count ? $0.0.count < $1.0.count : $0.0.lexicographicallyPrecedes($1.0) }) {
+                    CBOR.writeHead(3, UInt64(key.count), &out)
+                    out.append(contentsOf: key)
+                    value.encode(into: &out)
+                }
+                return
+            }
             let encoded = pairs.map { ($0.key.encoded(), $0.value) }
                 .sorted { $0.0.lexicographicallyPrecedes($1.0) }
             for (key, value) in encoded {
@@ -63,6 +73,17 @@ extension CBOR {
         case .null: out.append(0xF6)
         case let .float(d): CBOR.writeFloat(d, &out)
         }
+    }
+
+    /// The pairs as (UTF-8 key, value) when every key is text.
+    static func textKeyed(_ pairs: [CBORPair]) -> [([UInt8], CBOR)]? {
+        var out = [([UInt8], CBOR)]()
+        out.reserveCapacity(pairs.count)
+        for pair in pairs {
+            guard case let .text(key) = pair.key else { return nil }
+            out.append((Array(key.utf8), pair.value))
+        }
+        return out
     }
 
     /// Writes a major type and its argument in the shortest form.
