@@ -56,6 +56,12 @@ extension Node {
         if known == nil || known?.instance != beacon.instance {
             log("discovered \(describe(beacon.author)) at \(address) (\(beacon.recordCount) records)")
             sendBeacon()  // answer at once, so the newcomer learns of us without waiting
+            // A session left from before the peer was lost (a partition, a restart) may be
+            // dead while TCP still retries: if it has been silent, start afresh.
+            let stale = config.beaconInterval.seconds * 3
+            for slot in sessions.values where slot.peer == beacon.author && now - slot.lastActivity > stale {
+                close(slot, reason: "silent since the peer was lost", misbehaved: false)
+            }
         }
         let inSync = beacon.recordCount == UInt64(recordSet.count) && beacon.fingerprint == recordSet.fingerprint
         let hasSession = sessions.values.contains { $0.peer == beacon.author || ($0.outbound && $0.connection.remoteAddress == address) }

@@ -22,7 +22,12 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         guard running || !manual || sessions.isEmpty else { return }
         if manual { manualRetry[address] = monotonicSeconds() + 5 }
+        if let expected {
+            // A dial in progress counts as a session, so beacons heard meanwhile dial no more.
+            guard dialing.insert(expected).inserted else { return }
+        }
         TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { [self] result in
+            if let expected { dialing.remove(expected) }
             guard running else {
                 if case let .success(connection) = result { connection.close() }
                 return
@@ -74,10 +79,14 @@ extension Node {
             case let .established(author, _, count, _):
                 slot.established = true
                 if let other = sessions.values.first(where: { $0 !== slot && $0.established && $0.peer == author }) {
-                    // One session per peer: keep the older one.
-                    _ = other
-                    close(slot, reason: "duplicate session", misbehaved: false)
-                    return
+                    // One session per peer. Both ends must drop the same one, so the choice
+                    // depends only on the pair: keep the session dialled by the smaller identity.
+                    let slotDialer = slot.outbound ? identity.publicKey : author
+                    let otherDialer = other.outbound ? identity.publicKey : author
+                    let drop = slotDialer == otherDialer ? slot : (slotDialer < otherDialer ? other : slot)
+                    sessions.removeValue(forKey: ObjectIdentifier(drop))
+                    drop.connection.close()
+                    if drop === slot { return }
                 }
                 log("connected to \(describe(author)) at \(slot.connection.remoteAddress) (\(count) records)")
                 if slot.outbound { perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot) }

@@ -61,6 +61,10 @@ extension Store {
     /// Applies every pair of a newly stored record under the write rules.
     func apply(_ record: Record) throws {
         switch record.body {
+        case let .manifest(manifest):
+            try blobs.addManifest(manifest, id: record.id)
+        case let .file(entry):
+            try blobs.applyFile(entry, author: record.author, order: record.order.key)
         case let .write(pairs):
             let order = record.order.key
             for pair in pairs {
@@ -76,4 +80,5 @@ extension Store {
     }
 
     var materializer: Materializer { Materializer(db: db) }
+    var blobs: BlobStore { BlobStore(db: db) }
 }

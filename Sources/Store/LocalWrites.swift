@@ -40,12 +40,14 @@ extension Store {
     /// Signs `pairs` as one record stamped by the local clock and stores it.
     public func write(_ pairs: [WritePair], signer: PrivateKey, nowMillis: UInt64) throws -> Record {
         let sorted = pairs.sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
-        return try transaction {
-            let record = try Record.make(body: .write(sorted), clock: try nextClock(nowMillis: nowMillis), signer: signer)
-            guard try insert(record) else { return record }
-            try apply(record)
-            return record
-        }
+        return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
+    }
+
+    /// Signs and stores one record of any kind; call inside a transaction.
+    func writeRecord(_ body: RecordBody, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        let record = try Record.make(body: body, clock: try nextClock(nowMillis: nowMillis), signer: signer)
+        if try insert(record) { try apply(record) }
+        return record
     }
 
     /// Rewrites pairs in the open zone so that what they carry into protected zones is written

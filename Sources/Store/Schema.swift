@@ -12,6 +12,10 @@ import SQLite
 ///   message is read and written as a single row.
 /// - `zone_pairs`: the pairs written into zones, to fold again when an older pair arrives late
 ///   or a message changes owner.
+/// - `chunks`, `manifests`, `files`: the blob store: chunks by hash (each stored once), the
+///   manifests that list them, and the storage paths that name a manifest (last writer wins).
+/// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
+///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
 enum Schema {
     static let migrator = Migrator([
@@ -54,6 +58,28 @@ enum Schema {
                 value BLOB NOT NULL,
                 PRIMARY KEY (zone, ord, path)
             ) STRICT, WITHOUT ROWID;
+            CREATE TABLE chunks (
+                id INTEGER PRIMARY KEY,
+                hash BLOB NOT NULL UNIQUE,
+                bytes BLOB NOT NULL
+            ) STRICT;
+            CREATE TABLE manifests (
+                id BLOB PRIMARY KEY,
+                blob BLOB NOT NULL,
+                size INTEGER NOT NULL,
+                type TEXT NOT NULL,
+                chunk_size INTEGER NOT NULL,
+                hashes BLOB NOT NULL
+            ) STRICT;
+            CREATE TABLE files (
+                path TEXT PRIMARY KEY,
+                manifest BLOB,
+                ord BLOB NOT NULL,
+                author BLOB NOT NULL
+            ) STRICT;
+            CREATE TABLE file_refs (
+                path TEXT PRIMARY KEY
+            ) STRICT;
             """),
     ])
 }

@@ -36,7 +36,10 @@ struct ZoneStore {
         try db.run("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)", [
             .text(zoneKey), .blob(author.bytes), .blob(order), effective ? .blob(order) : .null, firstValue,
         ])
-        if db.changes == 1 { return }
+        if db.changes == 1 {
+            if effective { try noteReferences(zone, JSONValue.null.setting(relative, to: pair.value)) }
+            return
+        }
 
         guard let row = try db.first("SELECT owner, first_ord, last_ord, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
             ($0.blob(0), $0.blob(1), $0.isNull(2) ? nil : $0.blob(2), $0.isNull(3) ? nil : $0.blob(3))
@@ -59,6 +62,7 @@ struct ZoneStore {
         let current = try stored.map { try ZoneStore.decode($0, zone: zone) } ?? .null
         let next = current.setting(relative, to: pair.value)
         try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?", [.blob(order), ZoneStore.encode(next), .text(zoneKey)])
+        try noteReferences(zone, next)
     }
 
     /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write order.
@@ -77,6 +81,7 @@ struct ZoneStore {
         }
         try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?",
                    [last.map(SQLValue.blob) ?? .null, ZoneStore.encode(value), .text(zoneKey)])
+        try noteReferences(zone, value)
     }
 
     /// The value of a zone, relative to its root (null when absent or empty).
@@ -92,6 +97,22 @@ struct ZoneStore {
         guard case .message = zone else { return true }
         guard let key = try? PublicKey(bytes: author) else { return false }
         return Zone.keepsSenderID(path: path, value: value, author: key.userID)
+    }
+
+    /// Notes the storage paths a zone's value refers to (a message's `photoURL`, a profile's
+    /// `picture`), whose files are then fetched eagerly.
+    func noteReferences(_ zone: Zone, _ value: JSONValue) throws {
+        guard case let .object(fields) = value else { return }
+        var url: String?
+        switch zone {
+        case .message: if case let .string(photo)? = fields["photoURL"] { url = photo }
+        case .user: if case let .string(picture)? = fields["picture"] { url = picture }
+        case .open: break
+        }
+        guard let url else { return }
+        let path = Store.storagePath(fromURL: url) ?? url
+        guard (try? FileEntry.validate(path: path)) != nil else { return }
+        try db.run("INSERT OR IGNORE INTO file_refs(path) VALUES (?)", [.text(path)])
     }
 
     static func encode(_ value: JSONValue) -> SQLValue {

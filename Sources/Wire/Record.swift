@@ -15,6 +15,10 @@ public enum RecordLimits {
 public enum RecordKind: UInt64, Sendable {
     /// One or more path/value pairs applied atomically (set, update, delete).
     case write = 1
+    /// A blob manifest: size, type, chunk size and the hash of every chunk.
+    case manifest = 2
+    /// A file entry: a storage path names a manifest (or nothing, when deleted).
+    case file = 3
 }
 
 /// One path/value pair of a write. A null value deletes.
@@ -32,10 +36,14 @@ public struct WritePair: Hashable, Sendable {
 public enum RecordBody: Hashable, Sendable {
     /// Pairs sorted by path storage key, none an ancestor of another.
     case write([WritePair])
+    case manifest(Manifest)
+    case file(FileEntry)
 
     public var kind: RecordKind {
         switch self {
         case .write: return .write
+        case .manifest: return .manifest
+        case .file: return .file
         }
     }
 }

@@ -33,6 +33,10 @@ enum RecordCodec {
         switch body {
         case let .write(pairs):
             return .array(pairs.map { .array([.text($0.path.storageKey), TreeValueCodec.encode($0.value)]) })
+        case let .manifest(manifest):
+            return encode(manifest)
+        case let .file(file):
+            return encode(file)
         }
     }
 
@@ -40,6 +44,10 @@ enum RecordCodec {
     /// strictly increasing by storage key, none an ancestor of another.
     static func validate(_ body: RecordBody) throws(RecordError) {
         switch body {
+        case let .manifest(manifest):
+            try manifest.validate()
+        case let .file(file):
+            try file.validate()
         case let .write(pairs):
             guard !pairs.isEmpty else { throw .invalidBody("a write needs at least one pair") }
             guard pairs.count <= RecordLimits.maxPairs else {
@@ -85,6 +93,8 @@ enum RecordCodec {
         let body: RecordBody
         switch kind {
         case .write: body = .write(try decodeWrite(fields[4]))
+        case .manifest: body = .manifest(try decodeManifest(fields[4]))
+        case .file: body = .file(try decodeFile(fields[4]))
         }
         try validate(body)
         return Record(author: author, clock: clock, body: body, signature: signature,

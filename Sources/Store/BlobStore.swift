@@ -1,0 +1,85 @@
+import Crypto
+import SQLite
+import Tree
+import Wire
+
+/// What the store knows of a stored file.
+public struct FileInfo: Sendable, Equatable {
+    public let path: String
+    public let manifestID: Digest32
+    public let manifest: Manifest
+    /// Chunks of the manifest not held yet (empty: the file can be read).
+    public let missing: [Digest32]
+    public var isComplete: Bool { missing.isEmpty }
+}
+
+/// The blob store (Protocol.md §3.6, §8.5): chunks addressed by their BLAKE2b-256 hash and
+/// stored once whatever references them; manifests; and the file entries that name them.
+struct BlobStore {
+    let db: Connection
+
+    func addManifest(_ manifest: Manifest, id: Digest32) throws {
+        try db.run("INSERT OR IGNORE INTO manifests(id, blob, size, type, chunk_size, hashes) VALUES (?, ?, ?, ?, ?, ?)", [
+            .blob(id.bytes), .blob(manifest.blob.bytes), .integer(Int64(manifest.size)), .text(manifest.contentType),
+            .integer(Int64(manifest.chunkSize)), .blob(manifest.chunks.flatMap(\.bytes)),
+        ])
+    }
+
+    /// A file entry takes effect under the storage rules; the newest one per path wins.
+    func applyFile(_ entry: FileEntry, author: PublicKey, order: [UInt8]) throws {
+        guard StorageRules.mayWrite(entry.path, author: author.userID) else { return }
+        try db.run("""
+            INSERT INTO files(path, manifest, ord, author) VALUES (?, ?, ?, ?)
+            ON CONFLICT(path) DO UPDATE SET manifest = excluded.manifest, ord = excluded.ord, author = excluded.author
+            WHERE excluded.ord > files.ord
+            """, [.text(entry.path), entry.manifest.map { .blob($0.bytes) } ?? .null, .blob(order), .blob(author.bytes)])
+    }
+
+    func manifest(_ id: Digest32) throws -> Manifest? {
+        try db.first("SELECT blob, size, type, chunk_size, hashes FROM manifests WHERE id = ?", [.blob(id.bytes)]) { row in
+            let hashes = row.blob(4)
+            let chunks = stride(from: 0, to: hashes.count, by: 32).map { try! Digest32(bytes: hashes[$0..<$0 + 32]) }
+            return Manifest(blob: try Digest32(bytes: row.blob(0)), size: UInt64(row.int64(1)), contentType: row.text(2),
+                            chunkSize: UInt64(row.int64(3)), chunks: chunks)
+        }
+    }
+
+    func hasChunk(_ hash: Digest32) throws -> Bool {
+        try db.first("SELECT 1 FROM chunks WHERE hash = ?", [.blob(hash.bytes)]) { _ in true } ?? false
+    }
+
+    func chunk(_ hash: Digest32) throws -> [UInt8]? {
+        try db.first("SELECT bytes FROM chunks WHERE hash = ?", [.blob(hash.bytes)]) { $0.blob(0) }
+    }
+
+    /// Stores a chunk if its bytes hash to `hash`; returns whether it was new.
+    @discardableResult
+    func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
+        guard BLAKE2b.digest256(bytes) == hash else { return false }
+        try db.run("INSERT OR IGNORE INTO chunks(hash, bytes) VALUES (?, ?)", [.blob(hash.bytes), .blob(bytes)])
+        return db.changes == 1
+    }
+}
+
+/// Who may write a storage path: a path whose first segment is a user id, or an image named
+/// `images/<user id>_...` (a profile picture), belongs to that user; any other path to everyone,
+/// last writer wins (Protocol.md §5.5).
+public enum StorageRules {
+    public static func owner(of path: String) -> String? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        if let first = segments.first, isUserID(first) { return String(first) }
+        if segments.count >= 2, segments[0] == "images" {
+            let name = segments[1]
+            if let underscore = name.firstIndex(of: "_"), isUserID(name[..<underscore]) { return String(name[..<underscore]) }
+        }
+        return nil
+    }
+
+    public static func mayWrite(_ path: String, author: String) -> Bool {
+        owner(of: path).map { $0 == author } ?? true
+    }
+
+    static func isUserID(_ text: Substring) -> Bool {
+        text.utf8.count == 43 && Base64URL.decode(String(text))?.count == 32
+    }
+}

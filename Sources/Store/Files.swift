@@ -1,0 +1,131 @@
+import Crypto
+import SQLite
+import Tree
+import Wire
+
+/// Why a file could not be stored; each message is what the user reads.
+public enum FileError: Error, Equatable, CustomStringConvertible {
+    case empty
+    case tooLarge(size: Int, limit: Int)
+    case unknownType
+    case typeMismatch(declared: String, actual: String)
+    case notFound(String)
+    case incomplete(path: String, missing: Int, of: Int)
+
+    public var description: String {
+        switch self {
+        case .empty: return "the file is empty"
+        case let .tooLarge(size, limit): return "the file is \(size) bytes; the limit is \(limit) bytes"
+        case .unknownType: return "the bytes are not a JPEG, PNG, GIF or WebP image"
+        case let .typeMismatch(declared, actual): return "the file was declared \(declared) but its bytes are \(actual)"
+        case let .notFound(path): return "no file is stored at \(path)"
+        case let .incomplete(path, missing, total): return "\(path): \(missing) of \(total) chunks are not here yet"
+        }
+    }
+}
+
+/// Files: images cut into content-addressed chunks, a signed manifest, and a file entry that
+/// names it at a storage path.
+extension Store {
+    /// The default limit on a stored file.
+    public static let defaultFileLimit = 32 << 20
+    /// Chunk size of new blobs: large enough that a 20 MiB image is 320 chunks, small enough to
+    /// spread a fetch over several peers and to stay far below the session frame limit.
+    public static let chunkSize = 64 << 10
+
+    /// Stores `bytes` at `path`: sniffs the type (it must agree with `declaredType` if given),
+    /// cuts and stores the chunks (each once), signs a manifest and a file entry. Durable on return.
+    @discardableResult
+    public func putFile(_ path: String, bytes: [UInt8], declaredType: String? = nil, signer: PrivateKey,
+                        nowMillis: UInt64, limit: Int = Store.defaultFileLimit) throws -> FileInfo {
+        try FileEntry.validate(path: path)
+        guard !bytes.isEmpty else { throw FileError.empty }
+        guard bytes.count <= limit else { throw FileError.tooLarge(size: bytes.count, limit: limit) }
+        guard let type = ImageType.sniff(bytes) else { throw FileError.unknownType }
+        if let declaredType, declaredType.lowercased() != type, !(declaredType.lowercased() == "image/jpg" && type == "image/jpeg") {
+            throw FileError.typeMismatch(declared: declaredType, actual: type)
+        }
+        let chunkSize = Store.chunkSize
+        let chunks = stride(from: 0, to: bytes.count, by: chunkSize).map { bytes[$0..<min($0 + chunkSize, bytes.count)] }
+        let hashes = chunks.map { BLAKE2b.digest256($0) }
+        let manifest = Manifest(blob: BLAKE2b.digest256(bytes), size: UInt64(bytes.count), contentType: type,
+                                chunkSize: UInt64(chunkSize), chunks: hashes)
+        return try transaction {
+            for (hash, chunk) in zip(hashes, chunks) { try blobs.putChunk(hash, Array(chunk)) }
+            let manifestRecord = try writeRecord(.manifest(manifest), signer: signer, nowMillis: nowMillis)
+            _ = try writeRecord(.file(FileEntry(path: path, manifest: manifestRecord.id)), signer: signer, nowMillis: nowMillis)
+            return FileInfo(path: path, manifestID: manifestRecord.id, manifest: manifest, missing: [])
+        }
+    }
+
+    /// Deletes the file at `path` (a file entry naming nothing).
+    public func deleteFile(_ path: String, signer: PrivateKey, nowMillis: UInt64) throws {
+        try FileEntry.validate(path: path)
+        _ = try transaction { try writeRecord(.file(FileEntry(path: path, manifest: nil)), signer: signer, nowMillis: nowMillis) }
+    }
+
+    /// The file at `path`, with the chunks still missing; nil if there is none.
+    public func fileInfo(_ path: String) throws -> FileInfo? {
+        guard let id = try db.first("SELECT manifest FROM files WHERE path = ? AND manifest IS NOT NULL", [.text(path)], {
+            try Digest32(bytes: $0.blob(0))
+        }), let manifest = try blobs.manifest(id) else { return nil }
+        return FileInfo(path: path, manifestID: id, manifest: manifest, missing: try missingChunks(manifest))
+    }
+
+    func missingChunks(_ manifest: Manifest) throws -> [Digest32] {
+        var missing = [Digest32]()
+        var seen = Set<Digest32>()
+        for hash in manifest.chunks where seen.insert(hash).inserted {
+            if !(try blobs.hasChunk(hash)) { missing.append(hash) }
+        }
+        return missing
+    }
+
+    /// The bytes of the file at `path`, checked against its manifest's blob hash.
+    public func readFile(_ path: String) throws -> [UInt8] {
+        guard let info = try fileInfo(path) else { throw FileError.notFound(path) }
+        guard info.isComplete else {
+            throw FileError.incomplete(path: path, missing: info.missing.count, of: info.manifest.chunks.count)
+        }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(Int(info.manifest.size))
+        for hash in info.manifest.chunks {
+            guard let chunk = try blobs.chunk(hash) else { throw FileError.incomplete(path: path, missing: 1, of: info.manifest.chunks.count) }
+            bytes += chunk
+        }
+        guard BLAKE2b.digest256(bytes) == info.manifest.blob else { throw FileError.incomplete(path: path, missing: 0, of: info.manifest.chunks.count) }
+        return bytes
+    }
+
+    /// Files whose path starts with `prefix`, in path order.
+    public func listFiles(prefix: String = "") throws -> [FileInfo] {
+        let paths = try db.all("SELECT path FROM files WHERE manifest IS NOT NULL AND substr(path, 1, ?) = ? ORDER BY path",
+                               [.integer(Int64(prefix.utf8.count)), .text(prefix)]) { $0.text(0) }
+        return try paths.compactMap { try fileInfo($0) }
+    }
+
+    /// A held chunk's bytes (to serve a peer).
+    public func chunk(_ hash: Digest32) throws -> [UInt8]? { try blobs.chunk(hash) }
+
+    /// Stores a chunk fetched from a peer if it is exactly the bytes of `hash`; false if not.
+    public func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
+        guard BLAKE2b.digest256(bytes) == hash else { return false }
+        try blobs.putChunk(hash, bytes)
+        return true
+    }
+
+    /// Files that messages or profiles refer to and whose chunks are not all here: fetched eagerly.
+    public func referencedIncompleteFiles() throws -> [FileInfo] {
+        let paths = try db.all("SELECT path FROM file_refs", []) { $0.text(0) }
+        return try paths.compactMap { try fileInfo($0) }.filter { !$0.isComplete }
+    }
+
+    /// The storage path named by `gs://BUCKET/PATH`, or the text itself if it is a plain path.
+    public static func storagePath(fromURL url: String) -> String? {
+        guard url.hasPrefix("gs://") else { return nil }
+        let rest = url.dropFirst(5)
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        let path = String(rest[rest.index(after: slash)...])
+        return path.isEmpty ? nil : path
+    }
+}
