@@ -6,6 +6,7 @@ import Foundation
 public enum BenchMain {
     static let benchmarks: [String: @Sendable (BenchOptions) throws -> BenchSection] = [
         "ingest": IngestBenchmark.run,
+        "directory": DirectoryBenchmark.run,
         "mesh": MeshBenchmark.run,
     ]
 

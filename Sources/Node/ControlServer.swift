@@ -3,14 +3,14 @@ import Foundation
 import Transport
 
 /// The loopback channel through which CLI commands reach the node running on their data
-/// directory: one request line in ("status", "peers", "sync"), one JSON line out. Its port and
+/// directory: one request line in ("status", "peers", "sync", "fetch PATH"), one JSON line out. Its port and
 /// the node's pid are written to `node.json` in the data directory while the node runs.
 final class ControlServer: @unchecked Sendable {
     private let listener: TCPListener
     private let node: Node
 
     /// Longest request line accepted.
-    static let maxRequestBytes = 256
+    static let maxRequestBytes = 2048
 
     init(node: Node) throws {
         self.node = node
@@ -36,6 +36,10 @@ final class ControlServer: @unchecked Sendable {
     }
 
     private func answer(_ request: String) -> String {
+        if request.hasPrefix("fetch ") {
+            guard let progress = node.fetchFileOnQueue(String(request.dropFirst(6))) else { return "{\"error\":\"no such file\"}" }
+            return "{\"missing\":\(progress.missing),\"total\":\(progress.total)}"
+        }
         switch request {
         case "sync":
             node.pickUpLocalWrites()

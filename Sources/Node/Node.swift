@@ -32,6 +32,8 @@ public final class Node: @unchecked Sendable {
     var discovered: [PublicKey: DiscoveredPeer] = [:]
     var banned: [String: Double] = [:]
     var manualRetry: [SocketAddress: Double] = [:]
+    /// Which chunks to fetch from which session.
+    var fetcher = ChunkFetcher<ObjectIdentifier>()
     /// Peers being dialled (from beacons) whose connection is not established yet.
     var dialing = Set<PublicKey>()
     var running = false

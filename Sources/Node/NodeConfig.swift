@@ -29,6 +29,8 @@ public struct NodeConfig: Sendable {
     public var banSeconds: Double = 60
     /// Records up to this size are also pushed as sealed datagrams to live peers.
     public var datagramRecordBytes = 1000
+    /// Bytes of referenced files (photos in messages, profile pictures) fetched without being asked.
+    public var eagerFetchBytes = 256 << 20
     /// Where peer events are reported, one line each.
     public var log: @Sendable (String) -> Void = { _ in }
 

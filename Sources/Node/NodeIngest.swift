@@ -75,6 +75,18 @@ extension Node {
         }
         relay(added.map(\.encoded), except: slot)
         notifyObservers(added)
+        if added.contains(where: Node.mayReferenceFiles) { fetchReferencedFiles() }
+    }
+
+    /// Whether a record may make a referenced file appear: a file entry or manifest, or a write
+    /// that sets a message's `photoURL` or a profile's `picture`.
+    static func mayReferenceFiles(_ record: Record) -> Bool {
+        guard case let .write(pairs) = record.body else { return true }
+        return pairs.contains { pair in
+            if pair.path.key == "photoURL" || pair.path.key == "picture" { return true }
+            if case let .object(fields) = pair.value { return fields["photoURL"] != nil || fields["picture"] != nil }
+            return false
+        }
     }
 
     func relay(_ encodings: [[UInt8]], except source: SessionSlot?) {

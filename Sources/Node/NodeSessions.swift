@@ -58,6 +58,7 @@ extension Node {
             perform(actions, on: slot)
         }, onClose: { [self] error in
             guard let slot = sessions.removeValue(forKey: key) else { return }
+            fetcher.peerLeft(key)
             if slot.established, let peer = slot.peer {
                 log("lost \(describe(peer)): session closed\(error.map { " (\($0))" } ?? "")")
             }
@@ -89,6 +90,8 @@ extension Node {
                     if drop === slot { return }
                 }
                 log("connected to \(describe(author)) at \(slot.connection.remoteAddress) (\(count) records)")
+                fetcher.peerJoined(ObjectIdentifier(slot))
+                scheduleChunkFetches()
                 if slot.outbound { perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot) }
             case let .received(records):
                 ingest(records, from: slot)
@@ -96,6 +99,11 @@ extension Node {
                 if sent > 0 || requested > 0, let peer = slot.peer {
                     log("synced with \(describe(peer)): sent \(sent), requested \(requested) records")
                 }
+            case let .chunkReceived(hash, bytes):
+                chunkArrived(hash, bytes, from: slot)
+            case let .chunksMissing(hashes):
+                fetcher.missing(hashes, at: ObjectIdentifier(slot))
+                scheduleChunkFetches()
             case let .close(reason, misbehaved):
                 close(slot, reason: reason, misbehaved: misbehaved)
                 return
@@ -106,6 +114,7 @@ extension Node {
     func close(_ slot: SessionSlot, reason: String, misbehaved: Bool) {
         let host = slot.connection.remoteAddress.host
         sessions.removeValue(forKey: ObjectIdentifier(slot))
+        fetcher.peerLeft(ObjectIdentifier(slot))
         slot.connection.close()
         if misbehaved {
             banned[host] = monotonicSeconds() + config.banSeconds
@@ -136,6 +145,7 @@ extension Node {
             perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
         }
         expirePeers(now: now)
+        fetchReferencedFiles()
         for address in config.manualPeers where !sessions.values.contains(where: { $0.manualAddress == address }) {
             if (manualRetry[address] ?? 0) <= now { connect(to: address, expected: nil, manual: true) }
         }
@@ -155,4 +165,6 @@ struct StoreSource: RecordSource {
     func summary() -> (count: UInt64, fingerprint: [UInt8]) {
         (UInt64(node.recordSet.count), node.recordSet.fingerprint)
     }
+
+    func chunk(_ hash: Digest32) -> [UInt8]? { try? node.store.chunk(hash) }
 }

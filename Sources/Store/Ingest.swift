@@ -67,6 +67,7 @@ extension Store {
             try blobs.applyFile(entry, author: record.author, order: record.order.key)
         case let .write(pairs):
             let order = record.order.key
+            var profileChanged = false
             for pair in pairs {
                 let zone = Zone.of(pair.path)
                 switch zone {
@@ -74,8 +75,11 @@ extension Store {
                     try materializer.apply(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path), order: order)
                 case .user, .message:
                     try zones.apply(pair, zone: zone, author: record.author, order: order)
+                    if case let .user(owner) = zone, owner == record.author.userID { profileChanged = true }
                 }
             }
+            // The users directory follows the author's profile, in the same transaction.
+            if profileChanged { try refreshUserDirectory(uid: record.author.userID) }
         }
     }
 

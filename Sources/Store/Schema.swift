@@ -17,6 +17,7 @@ import SQLite
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
+/// - `users`, `users_fts`, `users_short` (migration 2): the users directory, see `UserDirectory`.
 enum Schema {
     static let migrator = Migrator([
         Migration(version: 1, name: "records and materialized tree", sql: """
@@ -81,5 +82,6 @@ enum Schema {
                 path TEXT PRIMARY KEY
             ) STRICT;
             """),
+        Migration(version: 2, name: "users directory", sql: UserDirectory.schema),
     ])
 }

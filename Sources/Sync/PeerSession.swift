@@ -11,6 +11,12 @@ public protocol RecordSource {
     func records(_ ids: [Digest32]) -> [[UInt8]]
     /// Count and whole-set fingerprint, for the hello message.
     func summary() -> (count: UInt64, fingerprint: [UInt8])
+    /// A held chunk's bytes, to serve a peer's `wantChunks`.
+    func chunk(_ hash: Digest32) -> [UInt8]?
+}
+
+extension RecordSource {
+    public func chunk(_ hash: Digest32) -> [UInt8]? { nil }
 }
 
 /// One session with a peer, as a state machine: bytes from the TCP connection in, bytes to send
@@ -30,6 +36,10 @@ public struct PeerSession {
         /// A reconciliation round this side started has finished: the peer lacked `sent` records
         /// and we asked for `requested`.
         case roundComplete(sent: Int, requested: Int)
+        /// A chunk the peer sent, still to be checked against its hash and stored.
+        case chunkReceived(Digest32, [UInt8])
+        /// Chunks the peer says it does not hold.
+        case chunksMissing([Digest32])
         /// Close the connection; the peer broke the protocol (or failed the handshake) if `misbehaved`.
         case close(reason: String, misbehaved: Bool)
     }
@@ -190,6 +200,21 @@ public struct PeerSession {
         case let .want(ids):
             guard helloReceived else { return fail("want before hello", misbehaved: true) }
             return sendRecords(source.records(ids))
+        case let .wantChunks(hashes):
+            guard helloReceived else { return fail("wantChunks before hello", misbehaved: true) }
+            var actions = [Action]()
+            var missing = [Digest32]()
+            for hash in hashes {
+                if let bytes = source.chunk(hash) { actions += send(.chunk(hash, bytes)) } else { missing.append(hash) }
+            }
+            if !missing.isEmpty { actions += send(.noChunks(missing)) }
+            return actions
+        case let .chunk(hash, bytes):
+            guard helloReceived else { return fail("chunk before hello", misbehaved: true) }
+            return [.chunkReceived(hash, bytes)]
+        case let .noChunks(hashes):
+            guard helloReceived else { return fail("noChunks before hello", misbehaved: true) }
+            return [.chunksMissing(hashes)]
         }
     }
 
@@ -207,6 +232,16 @@ public struct PeerSession {
         } catch {
             return fail("reconciliation: \(error)", misbehaved: false)
         }
+    }
+
+    /// Asks the peer for chunks (at most `SessionMessage.maxChunkHashes` per message).
+    public mutating func requestChunks(_ hashes: [Digest32]) -> [Action] {
+        guard isEstablished else { return [] }
+        var actions = [Action]()
+        for start in stride(from: 0, to: hashes.count, by: SessionMessage.maxChunkHashes) {
+            actions += send(.wantChunks(Array(hashes[start..<min(start + SessionMessage.maxChunkHashes, hashes.count)])))
+        }
+        return actions
     }
 
     /// Pushes new records to the peer at once.

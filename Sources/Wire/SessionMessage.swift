@@ -9,12 +9,23 @@ import Crypto
 ///             / [3, negentropy]                             ; reconcile reply (responder)
 ///             / [4, [* record]]                             ; records
 ///             / [5, [* id]]                                 ; want: ids the sender lacks
+///             / [6, [* hash]]                               ; want chunks (at most 64)
+///             / [7, hash, bytes]                            ; one chunk
+///             / [8, [* hash]]                               ; chunks the sender does not hold
 public enum SessionMessage: Equatable, Sendable {
     case hello(author: PublicKey, instance: [UInt8], recordCount: UInt64, fingerprint: [UInt8])
     case reconcile([UInt8])
     case reconcileReply([UInt8])
     case records([[UInt8]])
     case want([Digest32])
+    case wantChunks([Digest32])
+    case chunk(Digest32, [UInt8])
+    case noChunks([Digest32])
+
+    /// Most chunk hashes in one `wantChunks` or `noChunks`.
+    public static let maxChunkHashes = 64
+    /// Largest chunk carried.
+    public static let maxChunkBytes = 1 << 20
 
     /// Largest frame either side sends or accepts.
     public static let maxFrameBytes = 2 << 20
@@ -33,6 +44,9 @@ public enum SessionMessage: Equatable, Sendable {
         case let .reconcileReply(message): item = .array([.unsigned(3), .bytes(message)])
         case let .records(records): item = .array([.unsigned(4), .array(records.map { .bytes($0) })])
         case let .want(ids): item = .array([.unsigned(5), .array(ids.map { .bytes($0.bytes) })])
+        case let .wantChunks(hashes): item = .array([.unsigned(6), .array(hashes.map { .bytes($0.bytes) })])
+        case let .chunk(hash, bytes): item = .array([.unsigned(7), .bytes(hash.bytes), .bytes(bytes)])
+        case let .noChunks(hashes): item = .array([.unsigned(8), .array(hashes.map { .bytes($0.bytes) })])
         }
         return item.encoded()
     }
@@ -57,6 +71,17 @@ public enum SessionMessage: Equatable, Sendable {
             case let .frameTooLarge(n): return "session frame of \(n) bytes exceeds \(SessionMessage.maxFrameBytes)"
             }
         }
+    }
+
+    private static func digests(_ item: CBOR, max: Int) throws(DecodeError) -> [Digest32] {
+        guard case let .array(items) = item, items.count <= max else { throw .malformed("a hash list longer than \(max)") }
+        var out = [Digest32]()
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard case let .bytes(id) = item, let digest = try? Digest32(bytes: id) else { throw .malformed("a hash or id is not 32 bytes") }
+            out.append(digest)
+        }
+        return out
     }
 
     public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> SessionMessage {
@@ -84,13 +109,16 @@ public enum SessionMessage: Equatable, Sendable {
             }
             return .records(records)
         case (5, 2):
-            guard case let .array(items) = fields[1], items.count <= maxWantIDs else { throw .malformed("bad want") }
-            var ids = [Digest32]()
-            for item in items {
-                guard case let .bytes(id) = item, let digest = try? Digest32(bytes: id) else { throw .malformed("an id is not 32 bytes") }
-                ids.append(digest)
-            }
-            return .want(ids)
+            return .want(try digests(fields[1], max: maxWantIDs))
+        case (6, 2):
+            return .wantChunks(try digests(fields[1], max: maxChunkHashes))
+        case (8, 2):
+            return .noChunks(try digests(fields[1], max: maxChunkHashes))
+        case (7, 3):
+            guard case let .bytes(hash) = fields[1], let digest = try? Digest32(bytes: hash),
+                  case let .bytes(bytes) = fields[2], !bytes.isEmpty, bytes.count <= maxChunkBytes
+            else { throw .malformed("bad chunk") }
+            return .chunk(digest, bytes)
         default:
             throw .malformed("unknown message type \(type) with \(fields.count) fields")
         }

@@ -1,0 +1,113 @@
+import Crypto
+
+/// Schedules chunk fetches across peers (sans-IO): which chunks to ask which peer for, with a
+/// bounded number in flight per peer so requests are pipelined over several peers at once. A
+/// chunk a peer lacks is asked of another; one that timed out or came back wrong is asked again
+/// elsewhere. The node feeds it events and carries out the requests it returns.
+public struct ChunkFetcher<Peer: Hashable> {
+    /// Requests in flight per peer.
+    public let window: Int
+    /// Seconds after which an unanswered request is given to another peer.
+    public let timeout: Double
+
+    private var queue: [Digest32] = []
+    private var wanted = Set<Digest32>()
+    private var inFlight: [Digest32: (peer: Peer, since: Double)] = [:]
+    private var outstanding: [Peer: Int] = [:]
+    private var lacking: [Digest32: Set<Peer>] = [:]
+    private var peers: [Peer] = []
+    private var nextPeer = 0
+
+    public init(window: Int = 16, timeout: Double = 10) {
+        self.window = window
+        self.timeout = timeout
+    }
+
+    /// Chunks still wanted (queued or in flight).
+    public var pendingCount: Int { wanted.count }
+    public func isWanted(_ hash: Digest32) -> Bool { wanted.contains(hash) }
+
+    /// Adds chunks to fetch (already wanted ones are ignored).
+    public mutating func want(_ hashes: [Digest32]) {
+        for hash in hashes where wanted.insert(hash).inserted { queue.append(hash) }
+    }
+
+    public mutating func peerJoined(_ peer: Peer) {
+        guard !peers.contains(peer) else { return }
+        peers.append(peer)
+        outstanding[peer] = 0
+        // A new peer may hold what others lacked.
+        lacking.removeAll()
+    }
+
+    public mutating func peerLeft(_ peer: Peer) {
+        peers.removeAll { $0 == peer }
+        outstanding.removeValue(forKey: peer)
+        for (hash, flight) in inFlight where flight.peer == peer { requeue(hash) }
+    }
+
+    /// A chunk arrived from `peer` and was stored (the caller checked its hash).
+    public mutating func received(_ hash: Digest32, from peer: Peer) {
+        if let flight = inFlight.removeValue(forKey: hash) { outstanding[flight.peer, default: 1] -= 1 }
+        wanted.remove(hash)
+        lacking.removeValue(forKey: hash)
+        queue.removeAll { $0 == hash }
+    }
+
+    /// `peer` does not hold these chunks: ask someone else.
+    public mutating func missing(_ hashes: [Digest32], at peer: Peer) {
+        for hash in hashes {
+            lacking[hash, default: []].insert(peer)
+            if let flight = inFlight[hash], flight.peer == peer { requeue(hash) }
+        }
+    }
+
+    /// A chunk from `peer` did not match its hash: ask someone else (the caller penalises the peer).
+    public mutating func rejected(_ hash: Digest32, from peer: Peer) {
+        lacking[hash, default: []].insert(peer)
+        if inFlight[hash]?.peer == peer { requeue(hash) }
+    }
+
+    private mutating func requeue(_ hash: Digest32) {
+        if let flight = inFlight.removeValue(forKey: hash) { outstanding[flight.peer, default: 1] -= 1 }
+        if wanted.contains(hash) { queue.insert(hash, at: 0) }
+    }
+
+    /// The requests to send now: for each peer with room in its window, chunks it is not known
+    /// to lack, spread round-robin over the peers.
+    public mutating func schedule(now: Double) -> [(peer: Peer, hashes: [Digest32])] {
+        for (hash, flight) in inFlight where now - flight.since > timeout {
+            lacking[hash, default: []].insert(flight.peer)
+            requeue(hash)
+        }
+        guard !peers.isEmpty, !queue.isEmpty else { return [] }
+        var requests: [Peer: [Digest32]] = [:]
+        var deferred: [Digest32] = []
+        while let hash = queue.first {
+            queue.removeFirst()
+            let excluded = lacking[hash] ?? []
+            var chosen: Peer?
+            for offset in 0..<peers.count {
+                let peer = peers[(nextPeer + offset) % peers.count]
+                if !excluded.contains(peer), (outstanding[peer] ?? 0) < window {
+                    chosen = peer
+                    nextPeer = (nextPeer + offset + 1) % peers.count
+                    break
+                }
+            }
+            guard let peer = chosen else {
+                deferred.append(hash)
+                if peers.allSatisfy({ (outstanding[$0] ?? 0) >= window }) { break }
+                continue
+            }
+            inFlight[hash] = (peer, now)
+            outstanding[peer, default: 0] += 1
+            requests[peer, default: []].append(hash)
+        }
+        queue = deferred + queue
+        return requests.map { ($0.key, $0.value) }
+    }
+
+    /// Forgets which peers lacked which chunks, so they are asked again (peers fetch too).
+    public mutating func forgetLacks() { lacking.removeAll() }
+}

@@ -1,0 +1,80 @@
+// The only file of Tree that imports Foundation: for the Unicode compatibility decomposition
+// (NFKD), which the standard library does not expose. It is pure computation, no IO.
+import Foundation
+
+/// Folds text for search: the users directory indexes folded names and emails, and folds each
+/// query the same way, so matching is a plain substring test on folded text.
+///
+/// What folding does, in order:
+/// 1. Compatibility decomposition (NFKD): full-width and other compatibility forms become their
+///    plain letters ("ＡＬＩＣＥ" → "ALICE", "ﬁ" → "fi"), accented letters split into a base letter
+///    and combining marks, and Hangul syllables split into conjoining jamo.
+/// 2. Combining and enclosing marks are removed (Vietnamese and Latin accents, Arabic harakat,
+///    the hamza carried by alef), as are control and format characters and the Arabic tatweel.
+/// 3. Lowercase, then letters that have no decomposition but that readers treat as the plain
+///    letter: đ ð → d, ø → o, ł → l, ß → ss, æ → ae, œ → oe, þ → th, ı → i, ħ → h, ŧ → t,
+///    final ς → σ; Arabic alef maksura ى → ي, teh marbuta ة → ه, alef wasla ٱ → ا, and the
+///    Persian forms ی → ي, ک → ك.
+/// 4. Hangul final consonants become the matching initial consonants, and final clusters split
+///    into their two consonants. A syllable typed so far ("준" while typing "주나"), a lone jamo
+///    ("ㅈ") and a whole syllable then fold to the same sequence as the stored name, so Korean
+///    matches as it is typed.
+/// 5. Runs of whitespace become one space; leading and trailing whitespace go.
+public enum TextFolding {
+    public static func fold(_ s: String) -> String {
+        var out = String.UnicodeScalarView()
+        var pendingSpace = false
+        for scalar in s.decomposedStringWithCompatibilityMapping.unicodeScalars {
+            let properties = scalar.properties
+            if properties.isWhitespace {
+                pendingSpace = !out.isEmpty
+                continue
+            }
+            if isDropped(properties.generalCategory) || scalar.value == 0x0640 { continue }
+            for lower in properties.lowercaseMapping.unicodeScalars {
+                if isDropped(lower.properties.generalCategory) { continue }
+                if pendingSpace {
+                    out.append(" ")
+                    pendingSpace = false
+                }
+                appendFolded(lower, to: &out)
+            }
+        }
+        return String(out)
+    }
+
+    private static func isDropped(_ category: Unicode.GeneralCategory) -> Bool {
+        switch category {
+        case .nonspacingMark, .enclosingMark, .control, .format, .surrogate, .unassigned: return true
+        default: return false
+        }
+    }
+
+    private static func appendFolded(_ scalar: Unicode.Scalar, to out: inout String.UnicodeScalarView) {
+        let v = scalar.value
+        if (0x11A8...0x11C2).contains(v) {
+            for initial in hangulFinals[Int(v - 0x11A8)] { out.append(Unicode.Scalar(initial)!) }
+            return
+        }
+        if let replacement = letters[v] {
+            out.append(contentsOf: replacement.unicodeScalars)
+            return
+        }
+        out.append(scalar)
+    }
+
+    /// Letters without a decomposition, folded to what users type for them.
+    private static let letters: [UInt32: String] = [
+        0x0111: "d", 0x00F0: "d", 0x00F8: "o", 0x0142: "l", 0x00DF: "ss", 0x00E6: "ae", 0x0153: "oe",
+        0x00FE: "th", 0x0131: "i", 0x0127: "h", 0x0167: "t", 0x03C2: "\u{03C3}",
+        0x0649: "\u{064A}", 0x0629: "\u{0647}", 0x0671: "\u{0627}", 0x06CC: "\u{064A}", 0x06A9: "\u{0643}",
+    ]
+
+    /// Hangul final consonants (U+11A8 ... U+11C2) as initial consonants (U+1100 ...).
+    private static let hangulFinals: [[UInt32]] = [
+        [0x1100], [0x1101], [0x1100, 0x1109], [0x1102], [0x1102, 0x110C], [0x1102, 0x1112], [0x1103],
+        [0x1105], [0x1105, 0x1100], [0x1105, 0x1106], [0x1105, 0x1107], [0x1105, 0x1109], [0x1105, 0x1110],
+        [0x1105, 0x1111], [0x1105, 0x1112], [0x1106], [0x1107], [0x1107, 0x1109], [0x1109], [0x110A],
+        [0x110B], [0x110C], [0x110E], [0x110F], [0x1110], [0x1111], [0x1112],
+    ]
+}
