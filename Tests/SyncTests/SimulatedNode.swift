@@ -80,6 +80,7 @@ struct SessionPair {
                     let added = (fromA ? pair.nodeA : pair.nodeB).add(records)
                     _ = added
                 case .roundComplete: pair.rounds += 1
+                case .chunkReceived, .chunksMissing: break
                 case let .close(reason, _): pair.closed.append(reason)
                 }
             }

@@ -87,7 +87,7 @@ final class Simulation {
                 relay(nodes[node].add(records), from: node, except: index)
             case .close:
                 links[index].open = false
-            case .established, .roundComplete:
+            case .established, .roundComplete, .chunkReceived, .chunksMissing:
                 break
             }
         }
