@@ -55,6 +55,34 @@ struct ProtocolVectorTests {
         }
     }
 
+    @Test("manifest and file entry vectors")
+    func blobRecords() throws {
+        let all = try Self.vectors()
+        guard let m = all.first(where: { $0["kind"] == "manifest-record" }), let f = all.first(where: { $0["kind"] == "file-record" }) else {
+            Issue.record("no manifest/file vectors")
+            return
+        }
+        let key = try PrivateKey(seedBytes: Hex.decode(m["seed"]!)!)
+        let content = Hex.decode(m["content"]!)!
+        let chunkSize = Int(m["chunk-size"]!)!
+        let chunks = stride(from: 0, to: content.count, by: chunkSize).map { BLAKE2b.digest256(content[$0..<min($0 + chunkSize, content.count)]) }
+        let manifest = Manifest(blob: BLAKE2b.digest256(content), size: UInt64(content.count), contentType: m["type"]!,
+                                chunkSize: UInt64(chunkSize), chunks: chunks)
+        let manifestRecord = try Record.make(body: .manifest(manifest), clock: UInt64(m["clock"]!)!, signer: key)
+        let fileRecord = try Record.make(body: .file(FileEntry(path: f["path"]!, manifest: manifestRecord.id)),
+                                         clock: UInt64(f["clock"]!)!, signer: key)
+        if ProcessInfo.processInfo.environment["LANCHAT_PRINT_VECTORS"] != nil {
+            print("manifest.record: \(Hex.encode(manifestRecord.encoded))\nmanifest.id: \(manifestRecord.id)")
+            print("file.record: \(Hex.encode(fileRecord.encoded))\nfile.id: \(fileRecord.id)")
+        }
+        #expect(Hex.encode(manifestRecord.encoded) == m["record"])
+        #expect(manifestRecord.id.description == m["id"])
+        #expect(Hex.encode(fileRecord.encoded) == f["record"])
+        #expect(fileRecord.id.description == f["id"])
+        if let bytes = Hex.decode(m["record"] ?? "") { #expect(try Record.decode(bytes) == manifestRecord) }
+        if let bytes = Hex.decode(f["record"] ?? "") { #expect(try Record.decode(bytes) == fileRecord) }
+    }
+
     @Test("export stream vector")
     func exportStream() throws {
         let all = try Self.vectors()
