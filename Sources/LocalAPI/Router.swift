@@ -3,11 +3,15 @@ import Node
 import Tree
 
 /// Sends each request to what serves it: node endpoints under `/.lanchat/` (a prefix no data
-/// path can take, since keys may not contain "."), the tree at `/<path>.json`.
+/// path can take, since keys may not contain "."), storage under `/v0/b/`, the tree at
+/// `/<path>.json`.
 enum Router {
     static func handle(_ request: HTTPRequest, server: APIServer) -> HTTPResponse {
         if request.path.first == ".lanchat" {
             return NodeEndpoints.handle(request, node: server.node)
+        }
+        if request.path.count >= 4, request.path[0] == "v0", request.path[1] == "b", !(request.path.last ?? "").hasSuffix(".json") {
+            return StorageHandler(node: server.node).handle(request)
         }
         return RESTHandler(node: server.node).handle(request)
     }

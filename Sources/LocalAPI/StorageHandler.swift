@@ -1,0 +1,91 @@
+import Foundation
+import HTTP
+import Node
+import Store
+import Tree
+import Wire
+
+/// The part of Firebase Storage's v0 REST API that chat apps use, over the node's blob store:
+/// upload (`POST /v0/b/BUCKET/o?name=PATH`), download (`GET .../o/ENCODED_PATH?alt=media`),
+/// metadata (`GET .../o/ENCODED_PATH`) and delete. Uploads are signed by the node's identity.
+struct StorageHandler {
+    let node: Node
+
+    func handle(_ request: HTTPRequest) -> HTTPResponse {
+        // ["v0", "b", BUCKET, "o"] or ["v0", "b", BUCKET, "o", PATH] (the path arrives %2F-encoded,
+        // so it is one segment here).
+        let segments = request.path
+        guard segments.count >= 4, segments[0] == "v0", segments[1] == "b", segments[3] == "o" else {
+            return APIResponse.error(404, "Not found")
+        }
+        let bucket = segments[2]
+        do {
+            if segments.count == 4 {
+                guard request.method == "POST" else { return APIResponse.error(405, "Method not allowed") }
+                guard let name = request.queryValue("name"), !name.isEmpty else {
+                    return APIResponse.error(400, "Missing the name of the object (?name=PATH)")
+                }
+                return try upload(bucket, name, request)
+            }
+            let path = segments[4...].joined(separator: "/")
+            switch request.method {
+            case "GET": return try download(bucket, path, media: request.queryValue("alt") == "media")
+            case "DELETE":
+                guard try info(path) != nil else { return APIResponse.error(404, "Not found: \(path)") }
+                try node.withStoreOnQueue { store, key in try store.deleteFile(path, signer: key, nowMillis: now()) }
+                node.localWritesDone()
+                return APIResponse.noContent()
+            default: return APIResponse.error(405, "Method not allowed")
+            }
+        } catch let error as FileError {
+            switch error {
+            case .tooLarge: return APIResponse.error(413, "\(error)")
+            default: return APIResponse.error(400, "\(error)")
+            }
+        } catch let error as RecordError {
+            return APIResponse.error(400, "\(error)")
+        } catch {
+            return APIResponse.error(500, "\(error)")
+        }
+    }
+
+    private func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    private func info(_ path: String) throws -> FileInfo? {
+        try node.withStoreOnQueue { store, _ in try store.fileInfo(path) }
+    }
+
+    private func upload(_ bucket: String, _ path: String, _ request: HTTPRequest) throws -> HTTPResponse {
+        let declared = request.header("content-type").flatMap { $0.split(separator: ";").first.map { String($0).trimmingCharacters(in: .whitespaces) } }
+        let generic = declared == nil || declared == "application/octet-stream" || declared?.hasPrefix("application/x-www-form") == true
+        let stored = try node.withStoreOnQueue { store, key in
+            try store.putFile(path, bytes: request.body, declaredType: generic ? nil : declared, signer: key, nowMillis: now())
+        }
+        node.localWritesDone()
+        return APIResponse.json(metadata(bucket, stored))
+    }
+
+    private func download(_ bucket: String, _ path: String, media: Bool) throws -> HTTPResponse {
+        guard let file = try info(path) else { return APIResponse.error(404, "Not found: \(path)") }
+        guard media else { return APIResponse.json(metadata(bucket, file)) }
+        guard file.isComplete else {
+            // Not a bad request: the bytes are on their way from peers.
+            _ = node.fetchFileOnQueuePublic(path)
+            return HTTPResponse(status: 503, headers: APIResponse.common + [("Retry-After", "1"), ("Content-Type", APIResponse.jsonType)],
+                                body: Array("{\"error\":\"\(file.missing.count) of \(file.manifest.chunks.count) chunks are still being fetched\"}".utf8))
+        }
+        let bytes = try node.withStoreOnQueue { store, _ in try store.readFile(path) }
+        return HTTPResponse(status: 200, headers: APIResponse.common + [("Content-Type", file.manifest.contentType)], body: bytes)
+    }
+
+    /// Firebase Storage's object metadata.
+    private func metadata(_ bucket: String, _ file: FileInfo) -> JSONValue {
+        let token = file.manifestID.description
+        return .object([
+            "name": .string(file.path), "bucket": .string(bucket), "contentType": .string(file.manifest.contentType),
+            "size": .string(String(file.manifest.size)), "downloadTokens": .string(token),
+            "blake2b": .string(file.manifest.blob.description),
+            "mediaLink": .string("/v0/b/\(bucket)/o/\(file.path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? file.path)?alt=media"),
+        ])
+    }
+}
