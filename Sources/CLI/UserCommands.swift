@@ -1,4 +1,5 @@
 import Foundation
+import Node
 import Store
 
 /// `users search QUERY` and `users list`: the users directory of this node.
@@ -28,7 +29,7 @@ enum UserCommands {
     )) { context in
         let action = context.positional(0)
         let limit = try context.positiveInt("limit")
-        let entries: [UserEntry]
+        var entries: [UserEntry]
         switch action {
         case "search":
             guard context.arguments.positionals.count == 2 else { throw UsageError(message: "missing expected argument 'QUERY'") }
@@ -52,6 +53,16 @@ enum UserCommands {
         default:
             throw UsageError(message: "unknown action '\(action)' (expected 'search' or 'list')")
         }
+        // A running node knows who is live and when each peer was last heard from.
+        if let reply = ControlClient.ask(context.dataDirectory, "presence"),
+           let presence = try? JSONDecoder().decode([String: Presence].self, from: Data(reply.utf8)) {
+            for i in entries.indices {
+                if let live = presence[entries[i].uid] {
+                    entries[i].online = live.online
+                    entries[i].lastSeen = live.lastSeen
+                }
+            }
+        }
         if context.arguments.flag("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -67,6 +78,13 @@ enum UserCommands {
         if let email = entry.email, !email.isEmpty { text += " <\(email)>" }
         text += "  " + entry.uid
         if let platform = entry.platform, !platform.isEmpty { text += "  " + platform }
+        if entry.online { text += "  online" }
         return text
+    }
+
+    /// A user's liveness as the running node reports it.
+    struct Presence: Decodable {
+        let online: Bool
+        let lastSeen: Int64?
     }
 }

@@ -1,5 +1,7 @@
+import Foundation
 import HTTP
 import Node
+import Store
 import Tree
 
 /// Sends each request to what serves it: node endpoints under `/.lanchat/` (a prefix no data
@@ -17,8 +19,38 @@ enum Router {
     }
 }
 
-/// `/.lanchat/status` and `/.lanchat/peers`: what `lanchat status` shows, as JSON.
+/// `/.lanchat/status` and `/.lanchat/peers` (what `lanchat status` shows, as JSON), and
+/// `/.lanchat/users?q=QUERY&limit=N`: the users directory, with who is live now.
 enum NodeEndpoints {
+    static func users(_ request: HTTPRequest, node: Node) -> HTTPResponse {
+        let limit: Int
+        if let text = request.queryValue("limit") {
+            guard let n = Int(text), n > 0, n <= 1000 else { return APIResponse.error(400, "limit must be an integer from 1 to 1000") }
+            limit = n
+        } else {
+            limit = 20
+        }
+        do {
+            var entries = try node.withStoreOnQueue { store, _ in
+                if let query = request.queryValue("q") { return try store.searchUsers(query, limit: limit) }
+                return try store.listUsers(limit: limit)
+            }
+            let presence = node.presenceOnQueue()
+            for i in entries.indices {
+                if let live = presence[entries[i].uid] {
+                    entries[i].online = live.online
+                    entries[i].lastSeen = live.lastSeen
+                }
+            }
+            let data = try JSONEncoder().encode(entries)
+            return HTTPResponse(status: 200, headers: APIResponse.common + [("Content-Type", APIResponse.jsonType)], body: Array(data))
+        } catch let error as DirectoryError {
+            return APIResponse.error(400, "\(error)")
+        } catch {
+            return APIResponse.error(500, "\(error)")
+        }
+    }
+
     static func handle(_ request: HTTPRequest, node: Node) -> HTTPResponse {
         guard request.method == "GET" else { return APIResponse.error(405, "Method not allowed") }
         let status = node.statusFromQueue()
@@ -31,6 +63,8 @@ enum NodeEndpoints {
             return .object(fields)
         })
         switch request.path.dropFirst().first {
+        case "users":
+            return users(request, node: node)
         case "status":
             return APIResponse.json(.object([
                 "userId": .string(status.userID), "name": .string(status.name), "listen": .string(status.listen),

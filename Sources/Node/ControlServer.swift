@@ -3,7 +3,7 @@ import Foundation
 import Transport
 
 /// The loopback channel through which CLI commands reach the node running on their data
-/// directory: one request line in ("status", "peers", "sync", "fetch PATH"), one JSON line out. Its port and
+/// directory: one request line in ("status", "peers", "presence", "sync", "fetch PATH"), one JSON line out. Its port and
 /// the node's pid are written to `node.json` in the data directory while the node runs.
 final class ControlServer: @unchecked Sendable {
     private let listener: TCPListener
@@ -41,6 +41,12 @@ final class ControlServer: @unchecked Sendable {
             return "{\"missing\":\(progress.missing),\"total\":\(progress.total)}"
         }
         switch request {
+        case "presence":
+            var fields = [String]()
+            for (uid, live) in node.presenceOnQueue() {
+                fields.append("\"\(uid)\":{\"online\":\(live.online),\"lastSeen\":\(live.lastSeen.map(String.init) ?? "null")}")
+            }
+            return "{" + fields.joined(separator: ",") + "}"
         case "sync":
             node.pickUpLocalWrites()
             return "{\"ok\":true}"

@@ -34,6 +34,8 @@ public final class Node: @unchecked Sendable {
     var manualRetry: [SocketAddress: Double] = [:]
     /// Which chunks to fetch from which session.
     var fetcher = ChunkFetcher<ObjectIdentifier>()
+    /// When each peer was last heard from (beacon or session), in wall-clock milliseconds.
+    var lastHeard: [PublicKey: UInt64] = [:]
     /// Peers being dialled (from beacons) whose connection is not established yet.
     var dialing = Set<PublicKey>()
     var running = false
@@ -108,6 +110,20 @@ public final class Node: @unchecked Sendable {
     /// A snapshot for `lanchat status` and `lanchat peers`.
     public func status() -> NodeStatus {
         queue.sync { statusOnQueue() }
+    }
+
+    /// Who is live now (a connected or discovered peer, or this node's own user) and when each
+    /// known peer was last heard from, by user id: the users directory shows both.
+    public func presenceOnQueue() -> [String: (online: Bool, lastSeen: Int64?)] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var result = [String: (online: Bool, lastSeen: Int64?)]()
+        for (author, millis) in lastHeard { result[author.userID] = (false, Int64(millis)) }
+        for author in discovered.keys { result[author.userID, default: (false, nil)].online = true }
+        for slot in sessions.values where slot.established {
+            if let peer = slot.peer { result[peer.userID, default: (false, nil)].online = true }
+        }
+        result[userID] = (true, Int64(wallMillis()))
+        return result
     }
 
     func statusOnQueue() -> NodeStatus {

@@ -50,6 +50,7 @@ extension Node {
         if beacon.author == identity.publicKey && beacon.instance == instance { return }
         guard let address = try? SocketAddress(host: source.host, port: beacon.port), !isBanned(source.host) else { return }
         let now = monotonicSeconds()
+        lastHeard[beacon.author] = wallMillis()
         let known = discovered[beacon.author]
         discovered[beacon.author] = DiscoveredPeer(author: beacon.author, instance: beacon.instance, address: address,
                                                    lastSeen: now, recordCount: beacon.recordCount, fingerprint: beacon.fingerprint)

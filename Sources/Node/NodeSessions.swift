@@ -21,7 +21,7 @@ extension Node {
     func connect(to address: SocketAddress, expected: PublicKey?, manual: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard running || !manual || sessions.isEmpty else { return }
-        if manual { manualRetry[address] = monotonicSeconds() + 5 }
+        if manual { manualRetry[address] = monotonicSeconds() + 1 }
         if let expected {
             // A dial in progress counts as a session, so beacons heard meanwhile dial no more.
             guard dialing.insert(expected).inserted else { return }
@@ -54,6 +54,7 @@ extension Node {
         slot.connection.start(onRead: { [self] bytes in
             guard let slot = sessions[key] else { return }
             slot.lastActivity = monotonicSeconds()
+            if let peer = slot.peer { lastHeard[peer] = wallMillis() }
             let actions = slot.machine.receive(bytes, from: StoreSource(node: self))
             perform(actions, on: slot)
         }, onClose: { [self] error in
