@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "CLI", dependencies: ["LocalAPI", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
         .executableTarget(name: "lanchat", dependencies: ["CLI"]),
         .executableTarget(name: "NoiseInterop", dependencies: ["Sync", "Crypto"]),
-        .target(name: "Bench", dependencies: ["Node", "Sync", "Transport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
+        .target(name: "Bench", dependencies: ["LocalAPI", "Node", "Sync", "Transport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
 
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "SyncTests", dependencies: ["Sync", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "LocalAPITests", dependencies: ["LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["CLI"]),
     ],

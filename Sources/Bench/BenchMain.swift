@@ -5,6 +5,7 @@ import Foundation
 /// machines and runs), then records the figures in BENCHMARKS.md.
 public enum BenchMain {
     static let benchmarks: [String: @Sendable (BenchOptions) throws -> BenchSection] = [
+        "api": APIBenchmark.run,
         "ingest": IngestBenchmark.run,
         "directory": DirectoryBenchmark.run,
         "mesh": MeshBenchmark.run,

@@ -29,19 +29,22 @@ public final class APIServer: @unchecked Sendable {
         events = EventHub(node: node)
     }
 
-    /// Starts accepting; call on the node's queue.
+    /// Starts accepting; call on the node's queue. Connections are accepted once the event hub
+    /// observes the node (a moment later, on the queue), so no listener can miss a write; until
+    /// then clients wait in the listen backlog.
     public func start() {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        events.start()
-        listener.start { [self] connection in
-            guard connections.count < APIServer.maxConnections else {
-                connection.close()
-                return
+        events.start { [self] in
+            listener.start { [self] connection in
+                guard connections.count < APIServer.maxConnections else {
+                    connection.close()
+                    return
+                }
+                let handler = APIConnection(server: self, connection: connection)
+                let key = ObjectIdentifier(handler)
+                connections[key] = handler
+                handler.start { [self] in connections.removeValue(forKey: key) }
             }
-            let handler = APIConnection(server: self, connection: connection)
-            let key = ObjectIdentifier(handler)
-            connections[key] = handler
-            handler.start { [self] in connections.removeValue(forKey: key) }
         }
     }
 
@@ -76,6 +79,15 @@ final class APIConnection {
     private var streaming = false
     /// Set once a response said `Connection: close`: later pipelined requests are not answered.
     private var closing = false
+    /// Reading stopped because the client does not take its responses.
+    private var paused = false
+
+    /// Unsent response bytes beyond which no further pipelined request is answered (and no more
+    /// is read) until the client has taken them: a client that pipelines requests without
+    /// reading cannot make the node hold an unbounded pile of responses.
+    static let maxPendingResponseBytes = 1 << 20
+    /// How often a paused connection checks whether its client caught up.
+    static let drainCheckInterval: DispatchTimeInterval = .milliseconds(5)
 
     init(server: APIServer, connection: TCPConnection) {
         self.server = server
@@ -92,12 +104,24 @@ final class APIConnection {
     private func receive(_ bytes: [UInt8]) {
         guard !streaming, !closing else { return }  // an event stream's client has nothing more to say
         parser.append(bytes)
+        process()
+    }
+
+    /// Answers every complete request in the parser, in order, while the client keeps up.
+    private func process() {
         while !streaming && !closing {
+            if connection.pendingWriteBytes > APIConnection.maxPendingResponseBytes {
+                pauseUntilDrained()
+                return
+            }
             let event: HTTPParserEvent?
             do {
                 event = try parser.next()
             } catch {
-                send(APIResponse.error(error.status, error.reason), keepAlive: false)
+                // The client's fault whatever the parser's status: Firebase clients retry 5xx
+                // (replaying writes), so a bad request never gets one (HTTP version, coding).
+                let status = error.status >= 500 ? 400 : error.status
+                send(APIResponse.error(status, error.reason), keepAlive: false)
                 return
             }
             guard let event else { return }
@@ -110,6 +134,29 @@ final class APIConnection {
         }
     }
 
+    private func pauseUntilDrained() {
+        guard !paused else { return }
+        paused = true
+        connection.pauseReading()
+        scheduleDrainCheck()
+    }
+
+    private func scheduleDrainCheck() {
+        let box = UncheckedConnection(self)
+        schedule(after: APIConnection.drainCheckInterval, on: server.node.queue) { box.value.drainCheck() }
+    }
+
+    private func drainCheck() {
+        guard paused, !connection.isClosed else { return }
+        guard connection.pendingWriteBytes <= APIConnection.maxPendingResponseBytes / 2 else {
+            scheduleDrainCheck()
+            return
+        }
+        paused = false
+        connection.resumeReading()
+        process()
+    }
+
     private func handle(_ request: HTTPRequest) {
         if request.method == "OPTIONS" {
             send(APIResponse.preflight(), keepAlive: request.keepAlive)
@@ -117,6 +164,18 @@ final class APIConnection {
         }
         guard server.isAuthorized(request) else {
             send(APIResponse.error(401, "Permission denied"), keepAlive: request.keepAlive)
+            return
+        }
+        if request.method == "HEAD" {
+            // A GET without its body; the length it would have is kept.
+            var get = request
+            get.method = "GET"
+            var response = Router.handle(get, server: server)
+            if !response.forbidsBody {
+                response.headers.append(("Content-Length", String(response.body.count)))
+                response.body = []
+            }
+            send(response, keepAlive: request.keepAlive)
             return
         }
         let wantsStream = request.method == "GET" && (request.header("accept") ?? "").contains("text/event-stream")
@@ -143,4 +202,10 @@ final class APIConnection {
             connection.shutdownAfterWrites()
         }
     }
+}
+
+/// Lets the drain timer hold a connection handler, which is confined to the node's queue.
+struct UncheckedConnection: @unchecked Sendable {
+    let value: APIConnection
+    init(_ value: APIConnection) { self.value = value }
 }

@@ -11,9 +11,19 @@ import Wire
 /// unsent bytes are bounded: one that cannot keep up is closed, without slowing the node.
 final class EventHub {
     let node: Node
-    private var listeners: [ObjectIdentifier: (connection: TCPConnection, path: Path)] = [:]
+    private var listeners: [ObjectIdentifier: Listener] = [:]
+
+    struct Listener {
+        let connection: TCPConnection
+        let path: Path
+        /// Unsent bytes beyond which this listener is dropped: the bound on top of whatever
+        /// part of the initial snapshot is still unsent, so a large snapshot alone never
+        /// closes a listener that reads.
+        let maxPending: Int
+    }
     private var observer: Int?
     private var keepAlive: RepeatingTimer?
+    private var closed = false
 
     /// Unsent bytes beyond which a listener is dropped.
     static let maxPendingBytes = 4 << 20
@@ -22,14 +32,24 @@ final class EventHub {
 
     init(node: Node) { self.node = node }
 
-    /// Registers with the node; call on the node's queue.
-    func start() {
+    /// Registers with the node, then calls `ready` on the node's queue; call on the node's queue.
+    /// The caller must not let any listener in (nor accept any write) before `ready` runs:
+    /// `addObserver` syncs onto the queue, so it is called from outside it, and until it has
+    /// run, writes would give no events.
+    func start(ready: @escaping () -> Void) {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        // addObserver syncs onto the queue, so register from outside it.
         let hub = UncheckedHub(self)
+        let readyBox = UncheckedReady(ready)
         DispatchQueue.global().async {
             let token = hub.value.node.addObserver { records in hub.value.recordsAdded(records) }
-            hub.value.node.queue.async { hub.value.observer = token }
+            hub.value.node.queue.async {
+                guard !hub.value.closed else {
+                    hub.value.node.removeObserver(token)
+                    return
+                }
+                hub.value.observer = token
+                readyBox.value()
+            }
         }
         keepAlive = RepeatingTimer(interval: EventHub.keepAliveInterval, queue: node.queue) {
             hub.value.broadcastKeepAlive()
@@ -37,6 +57,7 @@ final class EventHub {
     }
 
     func close() {
+        closed = true
         keepAlive?.cancel()
         if let observer { node.removeObserver(observer) }
         for listener in listeners.values { listener.connection.close() }
@@ -54,26 +75,37 @@ final class EventHub {
         ])
         connection.write(head)
         let value = (try? node.withStoreOnQueue { store, _ in try store.value(at: path) }) ?? .null
-        listeners[ObjectIdentifier(connection)] = (connection, path)
-        send("put", .object(["path": "/", "data": value]), to: connection)
+        connection.write(EventHub.frame("put", .object(["path": "/", "data": value])))
+        let listener = Listener(connection: connection, path: path,
+                                maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes)
+        listeners[ObjectIdentifier(connection)] = listener
     }
+
+    /// How many listeners are registered; call on the node's queue.
+    var listenerCount: Int { listeners.count }
 
     func remove(_ connection: TCPConnection) {
         listeners.removeValue(forKey: ObjectIdentifier(connection))
     }
 
-    private func send(_ event: String, _ data: JSONValue, to connection: TCPConnection) {
-        // LF only, one line of JSON: anything else kills Python's client.
-        let text = "event: \(event)\ndata: \(data.serialized())\n\n"
-        connection.write(HTTPChunkedWriter.chunk(Array(text.utf8)))
-        if connection.pendingWriteBytes > EventHub.maxPendingBytes {
+    /// One event as a chunk. LF only, one line of JSON: anything else kills Python's client.
+    static func frame(_ event: String, _ data: JSONValue) -> [UInt8] {
+        HTTPChunkedWriter.chunk(Array("event: \(event)\ndata: \(data.serialized())\n\n".utf8))
+    }
+
+    private func send(_ event: String, _ data: JSONValue, to listener: Listener) {
+        let connection = listener.connection
+        // Closed already (too slow) while this batch of events was going out.
+        guard listeners[ObjectIdentifier(connection)] != nil else { return }
+        connection.write(EventHub.frame(event, data))
+        if connection.pendingWriteBytes > listener.maxPending {
             remove(connection)
             connection.close()
         }
     }
 
     private func broadcastKeepAlive() {
-        for listener in listeners.values { send("keep-alive", .null, to: listener.connection) }
+        for listener in listeners.values { send("keep-alive", .null, to: listener) }
     }
 
     /// Turns new records into events: for a pair at or below a listener's path, a `put` of the
@@ -93,14 +125,20 @@ final class EventHub {
             for pair in pairs {
                 for listener in listeners.values {
                     if let relative = pair.path.relative(to: listener.path) {
-                        send("put", .object(["path": .string(relative.description), "data": value(pair.path)]), to: listener.connection)
+                        send("put", .object(["path": .string(relative.description), "data": value(pair.path)]), to: listener)
                     } else if pair.path.isAncestor(of: listener.path) {
-                        send("put", .object(["path": "/", "data": value(listener.path)]), to: listener.connection)
+                        send("put", .object(["path": "/", "data": value(listener.path)]), to: listener)
                     }
                 }
             }
         }
     }
+}
+
+/// Carries the server's continuation onto the node's queue, where it runs.
+struct UncheckedReady: @unchecked Sendable {
+    let value: () -> Void
+    init(_ value: @escaping () -> Void) { self.value = value }
 }
 
 /// Lets timer and observer closures hold the hub, which is confined to the node's queue.

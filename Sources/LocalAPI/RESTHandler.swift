@@ -52,6 +52,8 @@ struct RESTHandler {
             return APIResponse.error(400, "\(error)")
         } catch let error as FirebaseQueryError {
             return APIResponse.error(400, "\(error)")
+        } catch StoreError.permissionDenied {
+            return APIResponse.error(403, "Permission denied")
         } catch let error as RecordError {
             return APIResponse.error(400, "\(error)")
         } catch let error as BadRequest {

@@ -37,8 +37,10 @@ extension Store {
         try set(path, to: .null, signer: signer, nowMillis: nowMillis)
     }
 
-    /// Signs `pairs` as one record stamped by the local clock and stores it.
+    /// Signs `pairs` as one record stamped by the local clock and stores it. Pairs the write
+    /// rules would ignore are refused with `permissionDenied` rather than signed.
     public func write(_ pairs: [WritePair], signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        for pair in pairs { try checkPermission(pair, author: signer.publicKey) }
         let sorted = pairs.sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
         return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
     }
@@ -48,6 +50,22 @@ extension Store {
         let record = try Record.make(body: body, clock: try nextClock(nowMillis: nowMillis), signer: signer)
         if try insert(record) { try apply(record) }
         return record
+    }
+
+    /// Whether the write rules (Protocol.md §5.4) would let `author`'s pair take effect now.
+    func checkPermission(_ pair: WritePair, author: PublicKey) throws {
+        let zone = Zone.of(pair.path)
+        switch zone {
+        case .open:
+            return
+        case let .user(uid):
+            guard uid == author.userID else { throw StoreError.permissionDenied(path: pair.path.description) }
+        case .message:
+            let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(StoreKey.of(zone))]) { $0.blob(0) }
+            guard owner == nil || owner == author.bytes,
+                  Zone.keepsSenderID(path: pair.path, value: pair.value, author: author.userID)
+            else { throw StoreError.permissionDenied(path: pair.path.description) }
+        }
     }
 
     /// Rewrites pairs in the open zone so that what they carry into protected zones is written

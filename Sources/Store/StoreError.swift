@@ -12,6 +12,9 @@ public enum StoreError: Error, CustomStringConvertible {
     case io(path: String, reason: String)
     /// SQLite reported an error.
     case database(SQLiteError)
+    /// A local write the write rules would ignore (another user's profile, someone else's
+    /// message, a message whose senderId is not the writer): refused instead of signed.
+    case permissionDenied(path: String)
     /// The database file is not a lanchat store or is damaged.
     case corrupt(path: String, reason: String)
 
@@ -22,6 +25,7 @@ public enum StoreError: Error, CustomStringConvertible {
         case let .badKeyFile(path, reason): return "key file \(path): \(reason)"
         case let .io(path, reason): return "\(path): \(reason)"
         case let .database(e): return "database error: \(e)"
+        case let .permissionDenied(path): return "permission denied: this user may not write \(path)"
         case let .corrupt(path, reason): return "store \(path) is damaged or not a lanchat store: \(reason)"
         }
     }

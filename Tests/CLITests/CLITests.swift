@@ -75,6 +75,8 @@ struct CLITests {
         #expect(badKey.status == 64)
         let badUpdate = cli.run("update", "/a", #"{"b":1,"b/c":2}"#)
         #expect(badUpdate.status == 64)
+        let foreign = cli.run("set", "/users/iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w/first_name", "\"Mallory\"")
+        #expect(foreign.status == 1 && foreign.err.contains("permission denied"))
         #expect(cli.run("export").out == before)
         #expect(cli.run("get", "/a").line == "1")
     }
