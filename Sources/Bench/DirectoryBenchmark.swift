@@ -3,6 +3,7 @@ import Foundation
 import Store
 import Tree
 import Wire
+import TestSupport
 
 /// `searchUsers` on a directory of generated users (names in Vietnamese, Korean, English, German
 /// and Arabic) against the ceiling a client would have without it: the whole user list fetched
@@ -16,7 +17,7 @@ enum DirectoryBenchmark {
 
     static func run(_ options: BenchOptions) throws -> BenchSection {
         let n = options.records
-        var rng = BenchRandom(seed: 0x5EED_D1EC)
+        var rng = SplitMix64(seed: 0x5EED_D1EC)
         log("directory: generating and signing \(n) profiles...")
         var records = [Record]()
         records.reserveCapacity(n)
@@ -194,19 +195,6 @@ private struct ScanClient {
     }
 }
 
-/// SplitMix64, so that every run generates the same users and queries.
-struct BenchRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Profiles with realistic names: common family names are common.
 private enum NameGenerator {
     /// (name, weight)
@@ -246,9 +234,9 @@ private enum NameGenerator {
     static let arabicLast = ["علي", "حسن", "الأحمد", "المصري", "الخطيب", "العلي", "إبراهيم", "الشامي", "النجار", "الحسيني"]
     static let domains = ["example.com", "mail.vn", "example.de", "corp.kr", "example.sa", "lan.local", "university.edu"]
 
-    static func pick<T>(_ items: [T], _ rng: inout BenchRandom) -> T { items[Int(rng.next() % UInt64(items.count))] }
+    static func pick<T>(_ items: [T], _ rng: inout SplitMix64) -> T { items[Int(rng.next() % UInt64(items.count))] }
 
-    static func weighted(_ items: [(String, Int)], _ rng: inout BenchRandom) -> String {
+    static func weighted(_ items: [(String, Int)], _ rng: inout SplitMix64) -> String {
         var roll = Int(rng.next() % UInt64(items.reduce(0) { $0 + $1.1 }))
         for (item, weight) in items {
             if roll < weight { return item }
@@ -257,7 +245,7 @@ private enum NameGenerator {
         return items[0].0
     }
 
-    static func profile(index: Int, using rng: inout BenchRandom) -> JSONValue {
+    static func profile(index: Int, using rng: inout SplitMix64) -> JSONValue {
         let first: String, last: String?, handle: String
         switch rng.next() % 100 {
         case 0..<30:
@@ -303,7 +291,7 @@ private enum NameGenerator {
 /// Queries as people type them: mostly the start of a word of a name, sometimes from inside a
 /// name or from an email, 1 to 12 characters, some without accents or in capitals.
 private enum QueryGenerator {
-    static func queries(count: Int, users: [UserEntry], using rng: inout BenchRandom) -> [String] {
+    static func queries(count: Int, users: [UserEntry], using rng: inout SplitMix64) -> [String] {
         var queries = [String]()
         while queries.count < count {
             let length = Int(rng.next() % 12) + 1

@@ -9,7 +9,7 @@ public enum LanchatCLI {
     static let version = "0.1.0"
 
     /// The subcommands, in the order help lists them.
-    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + TransferCommands.all + FileCommands.all + NodeCommands.all + [WatchCommand.watch] + UserCommands.all
+    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + TransferCommands.all + FileCommands.all + NodeCommands.all + [OpenCommand.open] + [WatchCommand.watch] + UserCommands.all
 
     static var overview: String {
         var lines = [

@@ -59,6 +59,7 @@ public final class APIServer: @unchecked Sendable {
 
     /// `Authorization: Bearer TOKEN`, or `auth=TOKEN` in the query for browsers' EventSource.
     func isAuthorized(_ request: HTTPRequest) -> Bool {
+        if WebApp.admits(request, server: self) { return true }  // the web chat's page, or its session cookie
         var presented: String?
         if let header = request.header("authorization"), header.lowercased().hasPrefix("bearer ") {
             presented = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)

@@ -15,6 +15,7 @@ enum Router {
         if request.path.count >= 4, request.path[0] == "v0", request.path[1] == "b", !(request.path.last ?? "").hasSuffix(".json") {
             return StorageHandler(node: server.node).handle(request)
         }
+        if let page = WebApp.handle(request, server: server) { return page }  // the web chat: /, /app.js, /app.css
         return RESTHandler(node: server.node).handle(request)
     }
 }

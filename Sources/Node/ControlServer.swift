@@ -3,7 +3,7 @@ import Foundation
 import Transport
 
 /// The loopback channel through which CLI commands reach the node running on their data
-/// directory: one request line in ("status", "peers", "presence", "sync", "fetch PATH"), one JSON line out. Its port and
+/// directory: one request line in ("status", "peers", "presence", "sync", "fetch PATH", "login PROOF"), one JSON line out. Its port and
 /// the node's pid are written to `node.json` in the data directory while the node runs.
 final class ControlServer: @unchecked Sendable {
     private let listener: TCPListener
@@ -36,6 +36,7 @@ final class ControlServer: @unchecked Sendable {
     }
 
     private func answer(_ request: String) -> String {
+        if request.hasPrefix("login ") { return node.answerLoginRequestOnQueue(String(request.dropFirst(6))) }
         if request.hasPrefix("fetch ") {
             guard let progress = node.fetchFileOnQueue(String(request.dropFirst(6))) else { return "{\"error\":\"no such file\"}" }
             return "{\"missing\":\(progress.missing),\"total\":\(progress.total)}"

@@ -41,6 +41,8 @@ public final class Node: @unchecked Sendable {
     var running = false
     var observers: [Int: ([Record]) -> Void] = [:]
     var nextObserverID = 0
+    /// One-time login tokens and web sessions of the local API's web app (NodeLogin.swift).
+    var login = NodeLoginState()
     public private(set) var listenAddress: SocketAddress
 
     public var userID: String { identity.publicKey.userID }

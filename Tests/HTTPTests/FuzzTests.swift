@@ -1,5 +1,6 @@
 import HTTP
 import Testing
+import TestSupport
 
 /// Random and mutated input never crashes or hangs the parser: every run ends in requests, a
 /// wait for more bytes, or an error, and buffered memory stays within the limits.

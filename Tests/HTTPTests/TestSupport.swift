@@ -1,5 +1,6 @@
 // Shared helpers for the HTTP tests: drive a parser over whole inputs or arbitrary splits.
 import HTTP
+import TestSupport
 
 /// Everything a parser reports for `pieces` fed one after the other, draining after each:
 /// the events in order and the error that stopped it, if any.
@@ -43,15 +44,3 @@ func parseError(_ text: String, limits: HTTPLimits = .default) -> HTTPError? {
     parse(text, limits: limits).error
 }
 
-/// A seeded generator (SplitMix64) so fuzz runs are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}

@@ -1,6 +1,7 @@
 import Crypto
 import Tree
 import Wire
+import TestSupport
 
 /// The merge as Protocol.md §5 defines it, written the slow, obvious way: fold every effective
 /// pair in write order over an in-memory tree. The store must always agree with it.
@@ -46,27 +47,14 @@ enum MergeModel {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so every failing case can be replayed by seed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Random records over a small space of paths, so writes collide, nest and shadow each other,
 /// and touch both protected zones.
 struct RecordGenerator {
-    var rng: SeededRandom
+    var rng: SplitMix64
     let authors: [PrivateKey]
 
     init(seed: UInt64, authors: [PrivateKey]) {
-        rng = SeededRandom(seed: seed)
+        rng = SplitMix64(seed: seed)
         self.authors = authors
     }
 

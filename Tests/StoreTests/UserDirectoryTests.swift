@@ -5,6 +5,7 @@ import Testing
 import Tree
 import Wire
 @testable import Store
+import TestSupport
 
 /// A user's key for directory tests: distinct, deterministic.
 func directoryKey(_ n: Int) -> PrivateKey {
@@ -190,7 +191,7 @@ struct UserDirectoryTests {
         var d = try Directory()
         let firsts = ["Nguyễn", "Trần", "Lê", "An", "Anna", "Alice", "Jürgen", "박준영", "김민수", "محمد", "Đào", "Dao", "Andreas", "Ann"]
         let lasts = ["Văn An", "Thị Đào", "Müller", "Smith", nil, "علي", "Straße", "Đức Thọ", "Anders", "Lan"]
-        var rng = SplitRandom(seed: 11)
+        var rng = SplitMix64(seed: 11)
         var users = [DirectoryModel.User]()
         for i in 0..<240 {
             let first = firsts[Int(rng.next() % UInt64(firsts.count))]
@@ -273,7 +274,7 @@ struct UserDirectoryTests {
         try write(keys[1], [(p(keys[0], "/first_name"), "forged")])  // not effective
         let expected = ["Nguyễn Văn Bình", "Trần Thị Đào", "مُحَمَّد علي", "박준영"]
 
-        var rng = SplitRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var arrival = records.shuffled(using: &rng)
         arrival += records.shuffled(using: &rng).prefix(3)
         let store = try memoryStore()
@@ -369,15 +370,3 @@ struct UserDirectoryTests {
     }
 }
 
-/// SplitMix64 for the directory tests.
-struct SplitRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

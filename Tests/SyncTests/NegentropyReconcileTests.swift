@@ -1,5 +1,6 @@
 import Testing
 @testable import Sync
+import TestSupport
 
 @Suite("Negentropy reconciliation")
 struct NegentropyReconcileTests {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TestSupport
 @testable import Sync
 @testable import Wire
 
@@ -9,25 +10,7 @@ import Testing
 struct ProtocolNetworkVectorTests {
     static let printing = ProcessInfo.processInfo.environment["LANCHAT_PRINT_VECTORS"] != nil
 
-    static func vectors(kind: String) throws -> [[String: String]] {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Protocol.md")
-        let text = try String(contentsOf: url, encoding: .utf8)
-        var result = [[String: String]]()
-        var current: [String: String]?
-        var lastKey = ""
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("```vector") { current = [:]; continue }
-            if line.hasPrefix("```"), let block = current { result.append(block); current = nil; continue }
-            guard current != nil else { continue }
-            if line.hasPrefix("  ") {
-                current![lastKey, default: ""] += line.trimmingCharacters(in: .whitespaces)
-            } else if let colon = line.firstIndex(of: ":") {
-                lastKey = String(line[..<colon])
-                current![lastKey] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
-        }
-        return result.filter { $0["kind"] == kind }
-    }
+    static func vectors(kind: String) throws -> [[String: String]] { try ProtocolVectors.of(kind: kind) }
 
     func expectHex(_ actual: [UInt8], _ vector: [String: String], _ field: String) {
         if Self.printing { print("\(vector["name"] ?? "?").\(field): \(Hex.encode(actual))") }

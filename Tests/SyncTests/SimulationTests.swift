@@ -2,19 +2,7 @@ import Crypto
 import Testing
 @testable import Sync
 import Wire
-
-/// SplitMix64: seeded, so every run of a case is the same run.
-struct SimRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func chance(_ p: Double) -> Bool { Double(next() % 1_000_000) / 1_000_000 < p }
-}
+import TestSupport
 
 /// A deterministic network of nodes running real session machines: sessions over simulated
 /// connections (in order per direction, with random delays), records pushed as datagrams that
@@ -29,7 +17,7 @@ final class Simulation {
         var open = true
     }
 
-    var rng: SimRandom
+    var rng: SplitMix64
     let network = NetworkKey.named("simulation")
     var nodes: [MemoryNode]
     var links: [Link] = []
@@ -40,7 +28,7 @@ final class Simulation {
     let loss: Double, duplication: Double
 
     init(nodes count: Int, seed: UInt64, loss: Double = 0.2, duplication: Double = 0.1) {
-        rng = SimRandom(state: seed)
+        rng = SplitMix64(seed: seed)
         nodes = (0..<count).map { MemoryNode(seed: UInt8($0 + 1)) }
         group = Array(repeating: 0, count: count)
         self.loss = loss

@@ -1,5 +1,6 @@
 import Testing
 import Tree
+import TestSupport
 
 /// Query semantics, with expectations taken from the Firebase REST documentation ("Retrieving
 /// Data": orderBy, range filters, limits) and the ordering rules ("Sorting data").

@@ -1,5 +1,6 @@
 import Testing
 import Tree
+import TestSupport
 
 @Suite("JSON parser")
 struct ParserTests {

@@ -1,5 +1,6 @@
 import Testing
 import Tree
+import TestSupport
 
 @Suite("Tree operations")
 struct TreeOperationTests {

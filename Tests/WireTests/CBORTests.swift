@@ -1,6 +1,7 @@
 import Crypto
 import Testing
 @testable import Wire
+import TestSupport
 
 @Suite("Deterministic CBOR")
 struct CBORTests {
@@ -64,7 +65,7 @@ struct CBORTests {
 
     @Test("decode(encode(x)) == x and encode(decode(bytes)) == bytes for random items", arguments: 0..<20)
     func roundTrip(seed: UInt64) throws {
-        var rng = SplitMix(seed: seed)
+        var rng = SplitMix64(seed: seed)
         for _ in 0..<50 {
             let item = randomItem(&rng, depth: 0)
             let bytes = item.encoded()
@@ -73,7 +74,7 @@ struct CBORTests {
         }
     }
 
-    func randomItem(_ rng: inout SplitMix, depth: Int) -> CBOR {
+    func randomItem(_ rng: inout SplitMix64, depth: Int) -> CBOR {
         switch rng.next() % (depth > 3 ? 7 : 9) {
         case 0: return .unsigned(rng.next() >> (rng.next() % 64))
         case 1: return .negative(rng.next() >> (rng.next() % 64))
@@ -97,14 +98,3 @@ struct CBORTests {
     }
 }
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

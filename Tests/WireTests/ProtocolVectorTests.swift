@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TestSupport
 import Tree
 @testable import Wire
 
@@ -8,25 +9,7 @@ import Tree
 /// cannot drift apart. Each vector is a fenced block tagged `vector` of `key: value` lines.
 @Suite("Protocol.md vectors")
 struct ProtocolVectorTests {
-    static func vectors() throws -> [[String: String]] {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Protocol.md")
-        let text = try String(contentsOf: url, encoding: .utf8)
-        var result = [[String: String]]()
-        var current: [String: String]?
-        var lastKey = ""
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("```vector") { current = [:]; continue }
-            if line.hasPrefix("```"), let block = current { result.append(block); current = nil; continue }
-            guard current != nil else { continue }
-            if line.hasPrefix("  ") {
-                current![lastKey, default: ""] += line.trimmingCharacters(in: .whitespaces)
-            } else if let colon = line.firstIndex(of: ":") {
-                lastKey = String(line[..<colon])
-                current![lastKey] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
-        }
-        return result
-    }
+    static func vectors() throws -> [[String: String]] { try ProtocolVectors.all() }
 
     static func record(from vector: [String: String]) throws -> Record {
         let key = try PrivateKey(seedBytes: Hex.decode(vector["seed"]!)!)
