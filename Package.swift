@@ -52,6 +52,7 @@ let package = Package(
         .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync"]),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
+        .testTarget(name: "NodeTests", dependencies: ["Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

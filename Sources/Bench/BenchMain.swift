@@ -9,6 +9,7 @@ public enum BenchMain {
         "ingest": IngestBenchmark.run,
         "directory": DirectoryBenchmark.run,
         "mesh": MeshBenchmark.run,
+        "images": ImageBenchmark.run,
     ]
 
     public static func run() {

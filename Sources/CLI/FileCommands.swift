@@ -27,8 +27,10 @@ enum FileCommands {
     )) { context in
         let messages = try ChatCommands.messagesPath(context)
         let bytes = try readInput(context.positional(1))
-        guard let type = ImageType.sniff(bytes) else { throw CommandFailure(bytes.isEmpty ? "\(FileError.empty)" : "\(FileError.unknownType)") }
-        if bytes.count > Store.defaultFileLimit { throw CommandFailure("\(FileError.tooLarge(size: bytes.count, limit: Store.defaultFileLimit))") }
+        // Refused files are refused before the message is pushed, so no photo message is left
+        // waiting for a photo that never comes.
+        let type: String
+        do { type = try Store.checkFile(bytes, declaredType: context.arguments.value("type")) } catch { throw CommandFailure("\(error)") }
         let node = try context.openNode()
         let now = context.console.nowMillis
         let (key, _) = try node.store.push(messages, value: .object([
@@ -91,7 +93,8 @@ enum FileCommands {
         arguments: [ArgumentSpec(name: "FILE", help: "A JPEG, PNG, GIF or WebP image.")]
     )) { context in
         let bytes = try readInput(context.positional(0))
-        guard let type = ImageType.sniff(bytes) else { throw CommandFailure(bytes.isEmpty ? "\(FileError.empty)" : "\(FileError.unknownType)") }
+        let type: String
+        do { type = try Store.checkFile(bytes) } catch { throw CommandFailure("\(error)") }
         let node = try context.openNode()
         let path = "images/\(node.userID)_profile_picture.\(ImageType.fileExtension(type))"
         try node.store.putFile(path, bytes: bytes, signer: node.identity, nowMillis: context.console.nowMillis())

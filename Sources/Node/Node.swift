@@ -34,6 +34,8 @@ public final class Node: @unchecked Sendable {
     var manualRetry: [SocketAddress: Double] = [:]
     /// Which chunks to fetch from which session.
     var fetcher = ChunkFetcher<ObjectIdentifier>()
+    /// Files being fetched, by storage path, for the log line when each completes.
+    var fileFetches: [String: FileFetch] = [:]
     /// When each peer was last heard from (beacon or session), in wall-clock milliseconds.
     var lastHeard: [PublicKey: UInt64] = [:]
     /// Peers being dialled (from beacons) whose connection is not established yet.

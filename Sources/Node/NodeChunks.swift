@@ -19,6 +19,7 @@ extension Node {
     func fetchFileOnQueue(_ path: String) -> (missing: Int, total: Int)? {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let info = try? store.fileInfo(path) else { return nil }
+        track(info)
         fetcher.want(info.missing)
         scheduleChunkFetches()
         return (info.missing.count, info.manifest.chunks.count)
@@ -33,6 +34,7 @@ extension Node {
             let bytes = file.missing.count * Int(file.manifest.chunkSize)
             guard bytes <= budget else { continue }
             budget -= bytes
+            track(file)
             fetcher.want(file.missing)
         }
         scheduleChunkFetches()
@@ -57,6 +59,38 @@ extension Node {
             return
         }
         fetcher.received(hash, from: peer)
+        noteFetched(hash)
         scheduleChunkFetches()
     }
+
+    /// Starts counting the chunks fetched for an incomplete file (once per file).
+    func track(_ info: FileInfo) {
+        guard !info.isComplete, fileFetches[info.path]?.manifestID != info.manifestID else { return }
+        fileFetches[info.path] = FileFetch(manifestID: info.manifestID, hashes: Set(info.manifest.chunks),
+                                           remaining: Set(info.missing), held: Set(info.manifest.chunks).count - Set(info.missing).count)
+    }
+
+    /// Counts a stored chunk against the files being fetched; logs each file that completes.
+    func noteFetched(_ hash: Digest32) {
+        for (path, var fetch) in fileFetches where fetch.hashes.contains(hash) {
+            fetch.fetched += 1
+            fetch.remaining.remove(hash)
+            if fetch.remaining.isEmpty {
+                fileFetches.removeValue(forKey: path)
+                log("fetched \(fetch.fetched) chunks of \(path) (\(fetch.held) were here already)")
+            } else {
+                fileFetches[path] = fetch
+            }
+        }
+    }
+}
+
+/// Progress of one file's fetch: every chunk of its manifest, those still missing, and how
+/// many arrived since the fetch began (a chunk fetched again would count twice).
+struct FileFetch {
+    let manifestID: Digest32
+    let hashes: Set<Digest32>
+    var remaining: Set<Digest32>
+    let held: Int
+    var fetched = 0
 }

@@ -74,10 +74,15 @@ extension Node {
     /// Carries out a session's actions.
     func perform(_ actions: [PeerSession.Action], on slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
+        // Every `.send` here was encrypted before the handlers below run, and a handler may
+        // encrypt more for this session (a chunk request, a reconciliation round) and write it
+        // at once. Writing these first keeps the bytes in the order of their Noise nonces;
+        // otherwise the peer fails to decrypt and drops the session.
+        for case let .send(bytes) in actions { slot.connection.write(bytes) }
         for action in actions {
             switch action {
-            case let .send(bytes):
-                slot.connection.write(bytes)
+            case .send:
+                break
             case let .established(author, _, count, _):
                 slot.established = true
                 if let other = sessions.values.first(where: { $0 !== slot && $0.established && $0.peer == author }) {
@@ -102,6 +107,8 @@ extension Node {
                 }
             case let .chunkReceived(hash, bytes):
                 chunkArrived(hash, bytes, from: slot)
+                // A bad chunk closes the session: the rest of what it sent is not looked at.
+                if sessions[ObjectIdentifier(slot)] == nil { return }
             case let .chunksMissing(hashes):
                 fetcher.missing(hashes, at: ObjectIdentifier(slot))
                 scheduleChunkFetches()
@@ -146,8 +153,12 @@ extension Node {
             perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
         }
         expirePeers(now: now)
+        // A fetch with chunks wanted and none in flight has stalled on peers that lacked them or
+        // timed out: ask them again (they may have fetched the chunks meanwhile).
+        if fetcher.pendingCount > 0, fetcher.inFlightCount == 0 { fetcher.forgetLacks() }
         fetchReferencedFiles()
         for address in config.manualPeers where !sessions.values.contains(where: { $0.manualAddress == address }) {
+            if isBanned(address.host) { continue }  // it broke the protocol: not redialled until the ban ends
             if (manualRetry[address] ?? 0) <= now { connect(to: address, expected: nil, manual: true) }
         }
     }

@@ -39,12 +39,7 @@ extension Store {
     public func putFile(_ path: String, bytes: [UInt8], declaredType: String? = nil, signer: PrivateKey,
                         nowMillis: UInt64, limit: Int = Store.defaultFileLimit) throws -> FileInfo {
         try FileEntry.validate(path: path)
-        guard !bytes.isEmpty else { throw FileError.empty }
-        guard bytes.count <= limit else { throw FileError.tooLarge(size: bytes.count, limit: limit) }
-        guard let type = ImageType.sniff(bytes) else { throw FileError.unknownType }
-        if let declaredType, declaredType.lowercased() != type, !(declaredType.lowercased() == "image/jpg" && type == "image/jpeg") {
-            throw FileError.typeMismatch(declared: declaredType, actual: type)
-        }
+        let type = try Store.checkFile(bytes, declaredType: declaredType, limit: limit)
         let chunkSize = Store.chunkSize
         let chunks = stride(from: 0, to: bytes.count, by: chunkSize).map { bytes[$0..<min($0 + chunkSize, bytes.count)] }
         let hashes = chunks.map { BLAKE2b.digest256($0) }
@@ -56,6 +51,18 @@ extension Store {
             _ = try writeRecord(.file(FileEntry(path: path, manifest: manifestRecord.id)), signer: signer, nowMillis: nowMillis)
             return FileInfo(path: path, manifestID: manifestRecord.id, manifest: manifest, missing: [])
         }
+    }
+
+    /// The content type of `bytes` if `putFile` would accept them, else the reason it would not:
+    /// so a command can refuse a file before it writes anything else (a photo message).
+    public static func checkFile(_ bytes: [UInt8], declaredType: String? = nil, limit: Int = Store.defaultFileLimit) throws(FileError) -> String {
+        guard !bytes.isEmpty else { throw .empty }
+        guard bytes.count <= limit else { throw .tooLarge(size: bytes.count, limit: limit) }
+        guard let type = ImageType.sniff(bytes) else { throw .unknownType }
+        if let declaredType, declaredType.lowercased() != type, !(declaredType.lowercased() == "image/jpg" && type == "image/jpeg") {
+            throw .typeMismatch(declared: declaredType, actual: type)
+        }
+        return type
     }
 
     /// Deletes the file at `path` (a file entry naming nothing).
@@ -99,8 +106,9 @@ extension Store {
 
     /// Files whose path starts with `prefix`, in path order.
     public func listFiles(prefix: String = "") throws -> [FileInfo] {
-        let paths = try db.all("SELECT path FROM files WHERE manifest IS NOT NULL AND substr(path, 1, ?) = ? ORDER BY path",
-                               [.integer(Int64(prefix.utf8.count)), .text(prefix)]) { $0.text(0) }
+        // Compared as bytes: substr on TEXT counts characters, not the UTF-8 bytes of the prefix.
+        let paths = try db.all("SELECT path FROM files WHERE manifest IS NOT NULL AND substr(CAST(path AS BLOB), 1, ?) = ? ORDER BY path",
+                               [.integer(Int64(prefix.utf8.count)), .blob(Array(prefix.utf8))]) { $0.text(0) }
         return try paths.compactMap { try fileInfo($0) }
     }
 
@@ -108,8 +116,15 @@ extension Store {
     public func chunk(_ hash: Digest32) throws -> [UInt8]? { try blobs.chunk(hash) }
 
     /// Stores a chunk fetched from a peer if it is exactly the bytes of `hash`; false if not.
+    ///
+    /// Its commit is not fsynced (`synchronous=NORMAL` for this one statement): the WAL keeps it
+    /// through a crash of the process, and a power loss can only lose chunks, which are then
+    /// missing and fetched again. The next durable commit syncs the WAL with it. An fsync per
+    /// 64 KiB chunk made fetching disk-bound.
     public func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
         guard BLAKE2b.digest256(bytes) == hash else { return false }
+        try db.execute("PRAGMA synchronous = NORMAL")
+        defer { try? db.execute("PRAGMA synchronous = FULL") }
         try blobs.putChunk(hash, bytes)
         return true
     }

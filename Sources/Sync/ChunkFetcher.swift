@@ -25,6 +25,8 @@ public struct ChunkFetcher<Peer: Hashable> {
 
     /// Chunks still wanted (queued or in flight).
     public var pendingCount: Int { wanted.count }
+    /// Requests sent and not answered yet.
+    public var inFlightCount: Int { inFlight.count }
     public func isWanted(_ hash: Digest32) -> Bool { wanted.contains(hash) }
 
     /// Adds chunks to fetch (already wanted ones are ignored).
@@ -36,14 +38,20 @@ public struct ChunkFetcher<Peer: Hashable> {
         guard !peers.contains(peer) else { return }
         peers.append(peer)
         outstanding[peer] = 0
-        // A new peer may hold what others lacked.
-        lacking.removeAll()
+        // A new peer is in no chunk's `lacking` set, so it is asked for what others lacked,
+        // while the peers known to lack a chunk (or to have sent a bad copy) are not asked again.
     }
 
     public mutating func peerLeft(_ peer: Peer) {
         peers.removeAll { $0 == peer }
         outstanding.removeValue(forKey: peer)
         for (hash, flight) in inFlight where flight.peer == peer { requeue(hash) }
+        // Forget what is known of it: a later peer may reuse its identifier.
+        for (hash, peers) in lacking where peers.contains(peer) {
+            var rest = peers
+            rest.remove(peer)
+            lacking[hash] = rest.isEmpty ? nil : rest
+        }
     }
 
     /// A chunk arrived from `peer` and was stored (the caller checked its hash).
@@ -108,6 +116,7 @@ public struct ChunkFetcher<Peer: Hashable> {
         return requests.map { ($0.key, $0.value) }
     }
 
-    /// Forgets which peers lacked which chunks, so they are asked again (peers fetch too).
+    /// Forgets which peers lacked which chunks, so they are asked again (peers fetch too, and a
+    /// peer that timed out may answer now). The node calls it when the fetch has stalled.
     public mutating func forgetLacks() { lacking.removeAll() }
 }

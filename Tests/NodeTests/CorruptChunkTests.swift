@@ -1,0 +1,258 @@
+import Crypto
+import Dispatch
+import Foundation
+import Node
+import Store
+import Sync
+import Testing
+import Tree
+import Transport
+import Wire
+
+/// A real node fetching a file from two peers over loopback TCP: an honest node, and a
+/// hand-built peer that speaks the session protocol faithfully but serves corrupted chunks.
+@Suite("Chunks from a lying peer", .serialized)
+struct CorruptChunkTests {
+    static let network = NetworkKey.named("corrupt-chunk-test")
+
+    /// A JPEG-looking file of `chunks` whole chunks plus a bit (only its first bytes are sniffed).
+    static func imageBytes(chunks: Int) -> [UInt8] {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
+        bytes.reserveCapacity(chunks * Store.chunkSize + 100)
+        while bytes.count < chunks * Store.chunkSize + 100 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            bytes.append(UInt8(truncatingIfNeeded: state >> 33))
+        }
+        return bytes
+    }
+
+    static func tempDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-node-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func node(_ dir: String, peers: [SocketAddress], log: LogLines) throws -> Node {
+        var config = NodeConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0))
+        config.discovery = false
+        config.manualPeers = peers
+        config.log = { line in log.append(line) }
+        return try Node(store: try Store(path: dir + "/store.sqlite"), identity: PrivateKey(), network: network, config: config)
+    }
+
+    /// Polls `condition` every 0.1 s until it holds or `seconds` pass.
+    static func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(100_000)
+        }
+        return try condition()
+    }
+
+    @Test("a corrupted chunk is refused, fetched from the honest peer, and the liar disconnected")
+    func corruptChunkRefetched() throws {
+        let bytes = Self.imageBytes(chunks: 40)
+        let path = "images/lie.jpg"
+        let dirA = try Self.tempDirectory(), dirB = try Self.tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dirA); try? FileManager.default.removeItem(atPath: dirB) }
+        let logA = LogLines(), logB = LogLines()
+
+        let a = try Self.node(dirA, peers: [], log: logA)
+        try a.start()
+        defer { a.stop() }
+        let info = try a.write { store, key in
+            try store.putFile(path, bytes: bytes, signer: key, nowMillis: UInt64(Date().timeIntervalSince1970 * 1000))
+        }
+        // The liar holds every chunk of the file, each with one bit flipped.
+        var corrupted = [Digest32: [UInt8]]()
+        for (index, hash) in info.manifest.chunks.enumerated() {
+            var chunk = Array(bytes[info.manifest.range(ofChunk: index)])
+            chunk[chunk.count / 2] ^= 0x10
+            corrupted[hash] = chunk
+        }
+        let liar = try ScriptedPeer(network: Self.network, source: CorruptSource(chunks: corrupted))
+        defer { liar.stop() }
+
+        let b = try Self.node(dirB, peers: [a.listenAddress, liar.address], log: logB)
+        try b.start()
+        defer { b.stop() }
+        // Both sessions up and the records here, then ask for the file.
+        #expect(Self.eventually(20) { b.status().peers.filter(\.connected).count == 2 }, "peers: \(b.status().peers)")
+        #expect(try Self.eventually(20) { try b.read { try $0.fileInfo(path) } != nil })
+        let asked = try #require(b.fetchFile(path))
+        #expect(asked.missing == info.manifest.chunks.count)
+
+        #expect(try Self.eventually(30) { try b.read { try $0.fileInfo(path)?.isComplete } == true }, "log: \(logB.lines)")
+        #expect(try b.read { try $0.readFile(path) } == bytes)
+        // The liar was asked, answered with a bad chunk, and was disconnected as misbehaving.
+        #expect(liar.chunksServed > 0)
+        #expect(Self.eventually(10) { liar.sessionsClosed >= 1 })
+        let disconnects = logB.lines.filter { $0.contains("disconnected") && $0.contains("does not match its hash") }
+        #expect(disconnects.count == 1, "log: \(logB.lines)")
+        #expect(b.status().peers.filter(\.connected).count == 1)
+        // Every stored chunk is the right one.
+        for hash in info.manifest.chunks {
+            let stored = try b.read { try $0.chunk(hash) }
+            #expect(stored.map { BLAKE2b.digest256($0) } == hash)
+        }
+    }
+}
+
+extension CorruptChunkTests {
+    @Test("chunks and a reconciliation round in one read keep the session's nonces in order")
+    func chunksInterleavedWithRound() throws {
+        // The peer holds 24 small photos, each referenced by a message, so the node asks for
+        // 16 chunks at once (its window) and gets them in one read, followed by the peer's
+        // reconcile message. Each chunk stored makes the node request another at once: that
+        // request must not overtake the reply to the reconcile message already encrypted.
+        let peerKey = PrivateKey()
+        let peerStore = try Store(path: ":memory:")
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        var photos = [String: [UInt8]]()
+        for i in 0..<24 {
+            let bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + Array("photo number \(i)".utf8) + [UInt8](repeating: UInt8(i), count: 500)
+            let path = "images/p\(i).jpg"
+            try peerStore.putFile(path, bytes: bytes, signer: peerKey, nowMillis: now)
+            _ = try peerStore.push(try Path("/conversations/c/messages"), value: .object([
+                "senderId": .string(peerKey.publicKey.userID), "photoURL": .string("gs://lanchat/\(path)"),
+            ]), signer: peerKey, nowMillis: now)
+            photos[path] = bytes
+        }
+        let peer = try ScriptedPeer(network: Self.network, identity: peerKey, source: HonestSource(store: peerStore), roundWithChunks: true)
+        defer { peer.stop() }
+
+        let dir = try Self.tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = LogLines()
+        let b = try Self.node(dir, peers: [peer.address], log: log)
+        try b.start()
+        defer { b.stop() }
+        let complete = try Self.eventually(20) {
+            try b.read { store in try photos.keys.allSatisfy { try store.fileInfo($0)?.isComplete == true } }
+        }
+        #expect(complete, "log: \(log.lines); peer closed for: \(peer.reasons)")
+        for (path, bytes) in photos { #expect(try b.read { try $0.readFile(path) } == bytes) }
+        #expect(peer.reasons.isEmpty)
+        #expect(peer.sessionsClosed == 0)
+        #expect(peer.chunksServed >= photos.count)
+    }
+}
+
+/// Log lines of a node, appended on its queue and read by the test.
+final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [String] = []
+    func append(_ line: String) { lock.lock(); storage.append(line); lock.unlock() }
+    var lines: [String] { lock.lock(); defer { lock.unlock() }; return storage }
+}
+
+/// A peer built from the session state machine and a TCP listener: it completes the handshake
+/// and reconciliation like any node, and answers from its `RecordSource`, which may lie. With
+/// `roundWithChunks`, it starts a reconciliation round in the same write as the chunks it sends,
+/// as a node's timer may.
+final class ScriptedPeer: @unchecked Sendable {
+    let queue = DispatchQueue(label: "scripted-peer")
+    let identity: PrivateKey
+    let instance = secureRandomBytes(Beacon.instanceByteCount)
+    let network: NetworkKey
+    let source: any RecordSource & ServedCount
+    let roundWithChunks: Bool
+    private let listener: TCPListener
+    private var connections: [ObjectIdentifier: TCPConnection] = [:]
+    private var closedCount = 0
+    private var closeReasons: [String] = []
+
+    var address: SocketAddress { listener.localAddress }
+    var chunksServed: Int { queue.sync { source.served.value } }
+    var sessionsClosed: Int { queue.sync { closedCount } }
+    /// Why this side closed sessions (the protocol errors it saw).
+    var reasons: [String] { queue.sync { closeReasons } }
+
+    init(network: NetworkKey, identity: PrivateKey = PrivateKey(), source: any RecordSource & ServedCount, roundWithChunks: Bool = false) throws {
+        self.network = network
+        self.identity = identity
+        self.source = source
+        self.roundWithChunks = roundWithChunks
+        listener = try TCPListener(bind: try SocketAddress(host: "127.0.0.1", port: 0), queue: queue)
+        queue.sync { listener.start { [self] connection in accept(connection) } }
+    }
+
+    private func accept(_ connection: TCPConnection) {
+        var machine = PeerSession(role: .responder, identity: identity, instance: instance, networkKey: network)
+        let key = ObjectIdentifier(connection)
+        connections[key] = connection
+        connection.start(onRead: { [self] bytes in
+            let servedBefore = source.served.value
+            var actions = machine.receive(bytes, from: source)
+            if roundWithChunks, source.served.value > servedBefore { actions += machine.startRound(source: source) }
+            var out = [UInt8]()
+            for action in actions {
+                switch action {
+                case let .send(bytes):
+                    out += bytes
+                case let .close(reason, _):
+                    closeReasons.append(reason)
+                    if !out.isEmpty { connection.write(out) }
+                    connection.close()
+                    return
+                default:
+                    break
+                }
+            }
+            if !out.isEmpty { connection.write(out) }
+        }, onClose: { [self] _ in
+            connections.removeValue(forKey: key)
+            closedCount += 1
+        })
+    }
+
+    func stop() {
+        queue.sync {
+            listener.close()
+            for connection in connections.values { connection.close() }
+        }
+    }
+}
+
+/// A `RecordSource` that counts the chunks it serves.
+protocol ServedCount {
+    var served: Counter { get }
+}
+
+/// No records, and a corrupted copy of every chunk.
+struct CorruptSource: RecordSource, ServedCount {
+    let chunks: [Digest32: [UInt8]]
+    let served = Counter()
+
+    func reconciliationItems() -> NegentropySortedItems { NegentropySortedItems([]) }
+    func records(_ ids: [Digest32]) -> [[UInt8]] { [] }
+    func summary() -> (count: UInt64, fingerprint: [UInt8]) { (0, [UInt8](repeating: 0, count: 16)) }
+    func chunk(_ hash: Digest32) -> [UInt8]? {
+        guard let bytes = chunks[hash] else { return nil }
+        served.value += 1
+        return bytes
+    }
+}
+
+/// An honest source: the records and chunks of a store (used on the peer's queue only).
+struct HonestSource: RecordSource, ServedCount {
+    let store: Store
+    let served = Counter()
+
+    func reconciliationItems() -> NegentropySortedItems {
+        NegentropySortedItems(((try? store.recordKeys()) ?? []).compactMap { NegentropyItem(timestamp: $0.clock, id: $0.id) })
+    }
+    func records(_ ids: [Digest32]) -> [[UInt8]] { (try? store.records(withIDs: ids)) ?? [] }
+    func summary() -> (count: UInt64, fingerprint: [UInt8]) { (UInt64((try? store.recordCount()) ?? 0), [UInt8](repeating: 0, count: 16)) }
+    func chunk(_ hash: Digest32) -> [UInt8]? {
+        guard let bytes = try? store.chunk(hash) else { return nil }
+        served.value += 1
+        return bytes
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    var value = 0
+}
