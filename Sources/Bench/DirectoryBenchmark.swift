@@ -45,6 +45,8 @@ enum DirectoryBenchmark {
                 precondition(report.added == min(1000, n - start))
             }
         }
+        // What a running node does once the sync has gone quiet (its next idle tick).
+        try store.maintainUserDirectory()
         let userCount = try store.userCount()
         precondition(userCount == n)
         let fileBytes = (try? FileManager.default.attributesOfItem(atPath: directory + "/store.sqlite")[.size] as? Int) ?? 0

@@ -41,6 +41,8 @@ public final class Node: @unchecked Sendable {
     /// Peers being dialled (from beacons) whose connection is not established yet.
     var dialing = Set<PublicKey>()
     var running = false
+    /// The store's newest arrival number at the previous anti-entropy tick (idle detection).
+    var sequenceAtLastTick: Int64 = -1
     var observers: [Int: ([Record]) -> Void] = [:]
     var nextObserverID = 0
     /// One-time login tokens and web sessions of the local API's web app (NodeLogin.swift).

@@ -126,3 +126,17 @@ extension Store {
         }
     }
 }
+
+extension Store {
+    /// Idle-time upkeep of the users directory: merges its search indexes into one segment when
+    /// profiles changed since the last merge. A running node calls this when a sync has gone
+    /// quiet, so searches after a large sync run on compact indexes (several times faster).
+    /// Returns whether it merged.
+    @discardableResult
+    public func maintainUserDirectory() throws -> Bool {
+        let changes = try db.scalarInt("SELECT value FROM meta WHERE key = 'directory_changes'") ?? 0
+        guard changes > 0 else { return false }
+        try transaction { try UserDirectory(db: db).compact() }
+        return true
+    }
+}
