@@ -41,6 +41,8 @@ let package = Package(
         .target(name: "TestSupport"),
         .target(name: "Bench", dependencies: ["TestSupport", "LocalAPI", "Node", "Sync", "Transport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
+        // The invariants of the fuzz targets (Tools/fuzz), shared with their replay in `swift test`.
+        .target(name: "FuzzChecks", dependencies: ["Wire", "Sync", "Tree", "HTTP", "Crypto"]),
 
         .testTarget(name: "CryptoTests", dependencies: ["TestSupport", "Crypto"]),
         .testTarget(name: "TreeTests", dependencies: ["TestSupport", "Tree"]),
@@ -52,6 +54,7 @@ let package = Package(
         .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync"]),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
+        .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NodeTests", dependencies: ["Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]

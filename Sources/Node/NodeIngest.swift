@@ -42,7 +42,7 @@ extension Node {
             let records = Node.verify(batch.value).map(UncheckedSendable.init)
             queue.async { [self] in
                 slot.batchesInFlight -= 1
-                if slot.batchesInFlight == Node.maxBatchesInFlight - 1, !slot.connection.isClosed { slot.connection.resumeReading() }
+                if slot.batchesInFlight == Node.maxBatchesInFlight - 1, !slot.connection.isClosed, !slot.readPaused { slot.connection.resumeReading() }
                 guard sessions[ObjectIdentifier(slot)] != nil else { return }
                 guard let records else {
                     close(slot, reason: "sent an invalid record", misbehaved: true)

@@ -57,6 +57,7 @@ extension Node {
             if let peer = slot.peer { lastHeard[peer] = wallMillis() }
             let actions = slot.machine.receive(bytes, from: StoreSource(node: self))
             perform(actions, on: slot)
+            throttle(slot)
         }, onClose: { [self] error in
             guard let slot = sessions.removeValue(forKey: key) else { return }
             fetcher.peerLeft(key)
@@ -115,6 +116,30 @@ extension Node {
             case let .close(reason, misbehaved):
                 close(slot, reason: reason, misbehaved: misbehaved)
                 return
+            }
+        }
+    }
+
+    /// Bytes queued for a peer beyond which its connection is not read until they drain: a peer
+    /// that asks and never reads cannot make the node's memory grow.
+    static let maxQueuedBytes = 8 << 20
+
+    func throttle(_ slot: SessionSlot) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !slot.readPaused, slot.connection.pendingWriteBytes > Node.maxQueuedBytes else { return }
+        slot.readPaused = true
+        slot.connection.pauseReading()
+        resumeWhenDrained(slot)
+    }
+
+    private func resumeWhenDrained(_ slot: SessionSlot) {
+        schedule(after: .milliseconds(20), on: queue) { [self] in
+            guard sessions[ObjectIdentifier(slot)] != nil, !slot.connection.isClosed else { return }
+            if slot.connection.pendingWriteBytes < Node.maxQueuedBytes / 2 {
+                slot.readPaused = false
+                if slot.batchesInFlight < Node.maxBatchesInFlight { slot.connection.resumeReading() }
+            } else {
+                resumeWhenDrained(slot)
             }
         }
     }

@@ -23,6 +23,8 @@ final class SessionSlot: @unchecked Sendable {
     let outbound: Bool
     var lastActivity: Double
     var established = false
+    /// Whether reading is paused until queued output drains (`Node.throttle`).
+    var readPaused = false
     /// Batches of received records being verified or waiting to be stored.
     var batchesInFlight = 0
     /// The manual peer this session serves, if any.

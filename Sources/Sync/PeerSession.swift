@@ -67,6 +67,8 @@ public struct PeerSession {
 
     /// The handshake's prologue: binds the protocol version into the handshake hash.
     public static let prologue = Array("lanchat/session/v1".utf8)
+    /// Most record bytes sent in answer to one `want`.
+    public static let maxWantAnswerBytes = 8 << 20
     /// Negentropy messages are kept well inside one session frame.
     public static let reconcileFrameLimit = 60_000
 
@@ -199,12 +201,25 @@ public struct PeerSession {
             return records.isEmpty ? [] : [.received(records)]
         case let .want(ids):
             guard helloReceived else { return fail("want before hello", misbehaved: true) }
-            return sendRecords(source.records(ids))
+            // Each id once: a want that repeats an id must not make us send its record again.
+            // At most `maxWantAnswerBytes` per want, read a slice at a time, so one small message
+            // cannot make the node load or queue gigabytes; the rest is asked again next round.
+            var seen = Set<Digest32>()
+            let unique = ids.filter { seen.insert($0).inserted }
+            var actions = [Action]()
+            var answered = 0
+            for start in stride(from: 0, to: unique.count, by: 256) where answered < Self.maxWantAnswerBytes {
+                let records = source.records(Array(unique[start..<min(start + 256, unique.count)]))
+                answered += records.reduce(0) { $0 + $1.count }
+                actions += sendRecords(records)
+            }
+            return actions
         case let .wantChunks(hashes):
             guard helloReceived else { return fail("wantChunks before hello", misbehaved: true) }
             var actions = [Action]()
             var missing = [Digest32]()
-            for hash in hashes {
+            var seen = Set<Digest32>()
+            for hash in hashes where seen.insert(hash).inserted {  // each chunk once per request
                 if let bytes = source.chunk(hash) { actions += send(.chunk(hash, bytes)) } else { missing.append(hash) }
             }
             if !missing.isEmpty { actions += send(.noChunks(missing)) }

@@ -65,8 +65,10 @@ public struct FileEntry: Hashable, Sendable {
         let bytes = Array(path.utf8)
         guard !bytes.isEmpty, bytes.count <= maxPathBytes else { throw .invalidPath("storage path must be 1...\(maxPathBytes) bytes") }
         guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { throw .invalidPath("storage path has a control character") }
-        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
-            guard !segment.isEmpty, segment != ".", segment != ".." else {
+        // Split the bytes, not Characters: a "/" followed by a combining mark is one Character,
+        // which would hide the slash and let a "." or ".." segment through.
+        for segment in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            guard !segment.isEmpty, !segment.elementsEqual([0x2E]), !segment.elementsEqual([0x2E, 0x2E]) else {
                 throw .invalidPath("storage path \"\(path)\" has an empty, \".\" or \"..\" segment")
             }
         }

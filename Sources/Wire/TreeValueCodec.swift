@@ -67,7 +67,11 @@ public enum TreeValueCodec {
                 }
                 let child: Path
                 do { child = try path.appending(key) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
-                members[key] = try decode(pair.value, at: child, allowNull: false)
+                // Keys that differ in bytes but are canonically equivalent are one key to a tree
+                // object: accepting both would silently drop one of the signed values.
+                guard members.updateValue(try decode(pair.value, at: child, allowNull: false), forKey: key) == nil else {
+                    throw .invalidValue(path: child.description, reason: "two keys are canonically equivalent")
+                }
             }
             return .object(members)
         case .array: throw .invalidValue(path: path.description, reason: "arrays are stored as objects")

@@ -1,0 +1,236 @@
+import Crypto
+import Sync
+import Tree
+import Wire
+
+/// Records, deterministic CBOR, the export stream, datagrams and session frames (Protocol.md
+/// §2-§4, §7, §8.2). The common invariant: whatever a decoder accepts re-encodes to exactly the
+/// bytes it was given, so one value never has two encodings.
+public enum WireChecks {
+    /// Deterministic CBOR with the default limits and with the tight limits datagrams use.
+    static func cbor(_ input: [UInt8]) throws(FuzzViolation) {
+        let t = FuzzTarget.cbor
+        let tight = CBORLimits(maxDepth: 2, maxItems: 16)
+        let strict = try? CBORDecoder.decode(input, limits: tight)
+        guard let item = try? CBORDecoder.decode(input) else {
+            try require(strict == nil, t, "accepted under tight limits but refused under the defaults")
+            return
+        }
+        try require(item.encoded() == input, t, "accepted CBOR re-encodes differently: \(hex(item.encoded()))")
+        let (depth, count) = measure(item)
+        try require(depth <= CBORLimits().maxDepth + 1, t, "nesting \(depth) beyond the limit")
+        try require(count <= CBORLimits().maxItems, t, "\(count) items beyond the limit")
+        if let strict {
+            try require(strict == item, t, "the limits changed the decoded value")
+            try require(depth <= tight.maxDepth + 1 && count <= tight.maxItems, t, "tight limits not enforced: depth \(depth), \(count) items")
+        }
+    }
+
+    /// Nesting depth (a scalar is 1) and item count of a decoded item.
+    static func measure(_ item: CBOR) -> (depth: Int, count: Int) {
+        switch item {
+        case let .array(items):
+            var depth = 0, count = 1
+            for child in items {
+                let (d, c) = measure(child)
+                depth = max(depth, d)
+                count += c
+            }
+            return (depth + 1, count)
+        case let .map(pairs):
+            var depth = 0, count = 1
+            for pair in pairs {
+                let (dk, ck) = measure(pair.key)
+                let (dv, cv) = measure(pair.value)
+                depth = max(depth, dk, dv)
+                count += ck + cv
+            }
+            return (depth + 1, count)
+        default:
+            return (1, 1)
+        }
+    }
+
+    /// A record: accepted bytes re-encode from the decoded fields, the id is the hash of the
+    /// bytes, the body keeps §3.4's rules, and verification agrees with the signature check.
+    static func record(_ input: [UInt8]) throws(FuzzViolation) {
+        let t = FuzzTarget.record
+        let record: Record
+        do {
+            record = try Record.decode(input, verify: false)
+        } catch {
+            try require((try? Record.decode(input, verify: true)) == nil, t, "refused unverified but accepted verified")
+            if input.count > RecordLimits.maxRecordBytes {
+                try require(error == .tooLarge(size: input.count, limit: RecordLimits.maxRecordBytes), t, "oversized record refused as \(error)")
+            }
+            return
+        }
+        try checkAccepted(record, input, t)
+        let verified = (try? Record.decode(input, verify: true)) != nil
+        try require(verified == record.verifySignature(), t, "decode(verify: true) disagrees with verifySignature()")
+    }
+
+    /// The invariants of a record any decoder accepted from `input`.
+    static func checkAccepted(_ record: Record, _ input: [UInt8], _ t: FuzzTarget) throws(FuzzViolation) {
+        try require(input.count <= RecordLimits.maxRecordBytes, t, "record above the size limit accepted")
+        try require(record.encoded == input, t, "encoded differs from the input")
+        try require(record.id == BLAKE2b.digest256(input), t, "id is not the BLAKE2b-256 of the bytes")
+        let body: CBOR
+        switch record.body {
+        case let .write(pairs):
+            try require((1...RecordLimits.maxPairs).contains(pairs.count), t, "\(pairs.count) pairs accepted")
+            try checkPairs(pairs, t)
+            body = .array(pairs.map { .array([.text($0.path.storageKey), TreeValueCodec.encode($0.value)]) })
+        case let .manifest(m):
+            try require(m.size >= 1 && m.size <= Manifest.maxSize && Manifest.chunkSizes.contains(m.chunkSize)
+                        && UInt64(m.chunks.count) == (m.size + m.chunkSize - 1) / m.chunkSize, t, "manifest outside its limits")
+            body = .array([.bytes(m.blob.bytes), .unsigned(m.size), .text(m.contentType), .unsigned(m.chunkSize),
+                           .array(m.chunks.map { .bytes($0.bytes) })])
+        case let .file(f):
+            // §3.6 on the bytes: no empty, "." or ".." segment between "/" bytes (whatever
+            // combining marks follow a slash) and no control characters.
+            let bytes = Array(f.path.utf8)
+            try require(!bytes.isEmpty && !bytes.contains { $0 < 0x20 || $0 == 0x7F }, t, "bad storage path accepted")
+            for segment in bytes.split(separator: 0x2F, omittingEmptySubsequences: false) {
+                try require(!segment.isEmpty && Array(segment) != [0x2E] && Array(segment) != [0x2E, 0x2E], t,
+                            "storage path \(f.path.debugDescription) has an empty, \".\" or \"..\" segment")
+            }
+            body = .array([.text(f.path), f.manifest.map { .bytes($0.bytes) } ?? .null])
+        }
+        let rebuilt = CBOR.array([
+            .unsigned(Record.version), .unsigned(record.kind.rawValue), .bytes(record.author.bytes),
+            .unsigned(record.clock), body, .bytes(record.signature.bytes),
+        ]).encoded()
+        try require(rebuilt == input, t, "accepted record re-encodes differently: \(hex(rebuilt))")
+    }
+
+    /// §3.4: paths strictly increasing, none an ancestor of another, values in tree form.
+    static func checkPairs(_ pairs: [WritePair], _ t: FuzzTarget) throws(FuzzViolation) {
+        for (index, pair) in pairs.enumerated() {
+            if index > 0 {
+                let previous = pairs[index - 1].path
+                try require(Array(previous.storageKey.utf8).lexicographicallyPrecedes(Array(pair.path.storageKey.utf8)), t,
+                            "paths out of order: \(previous) then \(pair.path)")
+                try require(!previous.isAncestor(of: pair.path), t, "\(previous) is an ancestor of \(pair.path)")
+            }
+            if pair.value != .null {
+                let normal = try? pair.value.normalized(at: pair.path)
+                try require(normal == pair.value, t, "value at \(pair.path) is not in tree form")
+            }
+        }
+    }
+
+    /// The export stream: an accepted stream is exactly header, frames and end frame.
+    static func exportStream(_ input: [UInt8]) throws(FuzzViolation) {
+        let t = FuzzTarget.export
+        guard let frames = try? ExportStream.frames(input) else { return }
+        for frame in frames {
+            try require((1...RecordLimits.maxRecordBytes).contains(frame.count), t, "frame of \(frame.count) bytes accepted")
+        }
+        let records = frames.map { Array($0) }
+        try require(ExportStream.encode(records) == input, t, "accepted stream re-encodes differently")
+        for bytes in records {
+            if let record = try? Record.decode(bytes, verify: false) { try checkAccepted(record, bytes, t) }
+        }
+    }
+
+    static let datagramKey = NetworkKey.named("fuzz").datagramKey
+    static let datagramNonce = [UInt8](0..<24)
+
+    /// Sealed datagrams. Mode 0 opens the input as received bytes; mode 1 seals the rest of the
+    /// input as the plaintext of the chosen type first, so the fuzzer reaches the CBOR behind the
+    /// AEAD. An accepted datagram's plaintext is the canonical encoding of what was decoded, and
+    /// it seals and opens back to itself.
+    static func datagram(_ input: [UInt8]) throws(FuzzViolation) {
+        let t = FuzzTarget.datagram
+        var reader = FuzzInput(input)
+        let mode = reader.byte()
+        var bytes = reader.rest
+        if mode & 1 == 1 {
+            let type = reader.byte() % 4
+            let plaintext = reader.rest
+            bytes = [type] + XChaChaPoly.seal(plaintext, key: datagramKey, ad: Array("lanchat/datagram/v1".utf8) + [type],
+                                              nonce: datagramNonce)
+        }
+        guard let datagram = Datagram.open(bytes, key: datagramKey) else { return }
+        try require(bytes.count <= Datagram.maxBytes, t, "datagram of \(bytes.count) bytes accepted")
+        let type = bytes[0]
+        guard let plaintext = XChaChaPoly.open(Array(bytes.dropFirst()), key: datagramKey, ad: Array("lanchat/datagram/v1".utf8) + [type]) else {
+            throw FuzzViolation(target: t.rawValue, message: "accepted a datagram that does not open")
+        }
+        let expected: (UInt8, CBOR)
+        switch datagram {
+        case let .beacon(b):
+            try require(b.instance.count == 8 && b.fingerprint.count == 16 && b.port > 0, t, "beacon fields out of range")
+            expected = (1, .array([.unsigned(1), .bytes(b.author.bytes), .bytes(b.instance), .unsigned(UInt64(b.port)),
+                                   .unsigned(b.recordCount), .bytes(b.fingerprint)]))
+        case let .push(record):
+            expected = (2, .array([.unsigned(2), .bytes(record)]))
+        }
+        try require(expected.0 == type, t, "type byte \(type) decoded as another type")
+        try require(expected.1.encoded() == plaintext, t, "accepted plaintext re-encodes differently: \(hex(plaintext))")
+        let resealed = datagram.seal(key: datagramKey)
+        try require(resealed.count == bytes.count, t, "resealed datagram changed size")
+        try require(Datagram.open(resealed, key: datagramKey) == datagram, t, "a resealed datagram does not open to itself")
+    }
+
+    /// The session framing. The first byte picks the piece sizes the stream is cut into and the
+    /// frame limit; the frames read are exactly the length-prefixed pieces of the input.
+    static func frames(_ input: [UInt8]) throws(FuzzViolation) {
+        let t = FuzzTarget.frames
+        var reader = FuzzInput(input)
+        let control = reader.byte()
+        let limit = control & 0x80 != 0 ? 4096 : SessionMessage.maxFrameBytes
+        let stream = reader.rest
+        var frameReader = FrameReader(maxFrameBytes: limit)
+        var frames = [[UInt8]]()
+        var failed = false
+        for piece in pieces(stream, sizes: [1 + Int(control & 0x3F), 1, 7]) {
+            do { frames += try frameReader.push(piece) } catch {
+                failed = true
+                break
+            }
+        }
+        var rebuilt = [UInt8]()
+        for frame in frames {
+            try require(frame.count >= 1 && frame.count <= limit, t, "frame of \(frame.count) bytes passed a limit of \(limit)")
+            rebuilt += [UInt8(frame.count >> 24 & 0xFF), UInt8(frame.count >> 16 & 0xFF), UInt8(frame.count >> 8 & 0xFF), UInt8(frame.count & 0xFF)]
+            rebuilt += frame
+        }
+        try require(rebuilt.count <= stream.count && Array(stream.prefix(rebuilt.count)) == rebuilt, t,
+                    "the frames are not the start of the stream")
+        if !failed {
+            // What is left must be one incomplete frame whose declared length is within the limit.
+            let left = stream.count - rebuilt.count
+            if left >= 4 {
+                let length = stream[rebuilt.count..<rebuilt.count + 4].reduce(0) { $0 << 8 | Int($1) }
+                try require(length >= 1 && length <= limit && left - 4 < length, t, "a complete or oversized frame was held back")
+            }
+        }
+        for frame in frames { try sessionMessage(frame, target: t) }
+    }
+
+    /// One session message: accepted bytes re-encode to themselves, within §8.2's limits.
+    static func sessionMessage(_ input: [UInt8]) throws(FuzzViolation) {
+        try sessionMessage(input, target: .sessionMessage)
+    }
+
+    static func sessionMessage(_ input: [UInt8], target t: FuzzTarget) throws(FuzzViolation) {
+        guard let message = try? SessionMessage.decode(input) else { return }
+        try require(message.encoded() == input, t, "accepted message re-encodes differently: \(hex(message.encoded()))")
+        try require(message.framed() == [UInt8(input.count >> 24 & 0xFF), UInt8(input.count >> 16 & 0xFF),
+                                         UInt8(input.count >> 8 & 0xFF), UInt8(input.count & 0xFF)] + input, t, "framed() is not length + message")
+        switch message {
+        case let .hello(_, instance, _, fingerprint):
+            try require(instance.count == 8 && fingerprint.count == 16, t, "hello field sizes")
+        case let .want(ids):
+            try require(ids.count <= SessionMessage.maxWantIDs, t, "want with \(ids.count) ids accepted")
+        case let .wantChunks(hashes), let .noChunks(hashes):
+            try require(hashes.count <= SessionMessage.maxChunkHashes, t, "\(hashes.count) chunk hashes accepted")
+        case let .chunk(_, bytes):
+            try require(!bytes.isEmpty && bytes.count <= SessionMessage.maxChunkBytes, t, "a chunk of \(bytes.count) bytes accepted")
+        case .reconcile, .reconcileReply, .records:
+            break
+        }
+    }
+}
