@@ -4,13 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LANCHAT=${1:-.build/debug/lanchat}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-
-check() {  # check NAME EXPECTED ACTUAL
-    if [ "$2" == "$3" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: expected [$2] got [$3]" >&2; fi
-}
+. Tools/harness.sh
 lc() { "$LANCHAT" "$@"; }
 
 # Firebase semantics through the CLI.

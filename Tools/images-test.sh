@@ -8,21 +8,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 LANCHAT=${1:-.build/debug/lanchat}
 PY=$(Tools/python-env) || { echo "images: cannot set up Python with Pillow" >&2; exit 1; }
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-passed=0 failed=0
-check() { if [ "$2" == "$3" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: expected [$2] got [$3]" >&2; fi; }
+. Tools/harness.sh
 
-# until_true DEADLINE_SECONDS COMMAND...: polls the condition every 0.1 s until it holds.
-until_true() {
-    local deadline=$(( $(date +%s) + $1 )); shift
-    while ! "$@"; do
-        [ "$(date +%s)" -ge "$deadline" ] && return 1
-        sleep 0.1
-    done
-}
 
 # The images, made by an independent encoder.
 "$PY" - "$work" <<'EOF' || { echo "images: Pillow could not make the images" >&2; exit 1; }

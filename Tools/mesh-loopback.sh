@@ -5,21 +5,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LANCHAT=${1:-.build/debug/lanchat}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-passed=0 failed=0
-check() { if [ "$2" == "$3" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: expected [$2] got [$3]" >&2; fi; }
+. Tools/harness.sh
 
-# until DEADLINE_SECONDS COMMAND...: polls the condition every 0.1 s until it holds.
-until_true() {
-    local deadline=$(( $(date +%s) + $1 )); shift
-    while ! "$@"; do
-        [ "$(date +%s)" -ge "$deadline" ] && return 1
-        sleep 0.1
-    done
-}
 
 port_base=$((20000 + RANDOM % 20000))
 start() {  # start N [extra args]

@@ -18,19 +18,8 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 py=$(Tools/python-env) || { echo "web: 0 passed, 1 failed (no python environment with selenium)"; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
+. Tools/harness.sh
 
-# until_true DEADLINE_SECONDS COMMAND...: polls the condition every 0.1 s until it holds.
-until_true() {
-    local deadline=$(( $(date +%s) + $1 )); shift
-    while ! "$@"; do
-        [ "$(date +%s)" -ge "$deadline" ] && return 1
-        sleep 0.1
-    done
-}
 has_api() { grep -q '"api"' "$1" 2>/dev/null; }
 
 port_base=$((20000 + RANDOM % 20000))

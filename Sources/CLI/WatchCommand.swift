@@ -1,6 +1,7 @@
 import Foundation
 import LocalAPI
 import Node
+import Transport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,17 +40,11 @@ enum WatchCommand {
     }
 
     static func connect(host: String, port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw CommandFailure("socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { close(fd); throw CommandFailure("bad API host \(host)") }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        do {
+            return try BlockingSocket.connect(to: SocketAddress(host: host, port: port), timeoutSeconds: 3600)
+        } catch {
+            throw CommandFailure("cannot connect to the node's API at \(host):\(port): \(error)")
         }
-        guard rc == 0 else { close(fd); throw CommandFailure("cannot connect to the node's API at \(host):\(port)") }
-        return fd
     }
 }
 

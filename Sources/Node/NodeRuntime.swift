@@ -72,20 +72,9 @@ public enum ControlClient {
     /// The node's answer to `request`, or `nil` when no node runs on the directory.
     public static func ask(_ directory: DataDirectory, _ request: String, timeoutSeconds: Int = 5) -> String? {
         guard let info = info(directory), let port = info["control"] as? Int else { return nil }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard let address = try? SocketAddress(host: "127.0.0.1", port: UInt16(clamping: port)),
+              let fd = try? BlockingSocket.connect(to: address, timeoutSeconds: timeoutSeconds) else { return nil }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return nil }
         let line = Array((request + "\n").utf8)
         guard send(fd, line, line.count, Int32(MSG_NOSIGNAL)) == line.count else { return nil }
         var reply = [UInt8]()
