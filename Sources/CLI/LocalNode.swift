@@ -35,8 +35,7 @@ struct LocalNode {
 
     /// "First Last" from the profile, or the user id when there is none.
     func displayName() throws -> String {
-        guard case let .object(profile) = try store.value(at: profilePath) else { return userID }
-        return ProfileName.display(profile, fallback: userID)
+        try store.displayName(ofUser: userID) ?? userID
     }
 }
 
@@ -47,12 +46,5 @@ enum ProfileName {
         let trimmed = full.trimmingCharacters(in: .whitespaces)
         guard let space = trimmed.firstIndex(of: " ") else { return (trimmed, "") }
         return (String(trimmed[..<space]), String(trimmed[trimmed.index(after: space)...]).trimmingCharacters(in: .whitespaces))
-    }
-
-    static func display(_ profile: [String: JSONValue], fallback: String) -> String {
-        var parts = [String]()
-        if case let .string(first)? = profile["first_name"], !first.isEmpty { parts.append(first) }
-        if case let .string(last)? = profile["last_name"], !last.isEmpty { parts.append(last) }
-        return parts.isEmpty ? fallback : parts.joined(separator: " ")
     }
 }

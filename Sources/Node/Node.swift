@@ -100,13 +100,8 @@ public final class Node: @unchecked Sendable {
     /// "Alice Smith (abcd1234)" for logs.
     func describe(_ author: PublicKey) -> String {
         let short = String(author.userID.prefix(8))
-        guard let path = try? Path(segments: ["users", author.userID]),
-              case let .object(profile)? = try? store.value(at: path) else { return short }
-        let name = [profile["first_name"], profile["last_name"]].compactMap { value -> String? in
-            if case let .string(s)? = value, !s.isEmpty { return s }
-            return nil
-        }.joined(separator: " ")
-        return name.isEmpty ? short : "\(name) (\(short))"
+        guard let name = try? store.displayName(ofUser: author.userID) else { return short }
+        return "\(name) (\(short))"
     }
 
     func log(_ line: String) { config.log(line) }

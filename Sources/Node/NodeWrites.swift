@@ -8,6 +8,7 @@ extension Node {
     /// Runs `body` (a write on the store with the node's identity) on the node's queue, then
     /// pushes the new records at once, by session and by datagram. The write is durable when
     /// this returns.
+    @discardableResult
     public func write<T>(_ body: (Store, PrivateKey) throws -> T) throws -> T {
         try queue.sync {
             let result = try body(store, identity)

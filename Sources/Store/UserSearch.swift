@@ -140,3 +140,13 @@ extension Store {
         return true
     }
 }
+
+extension Store {
+    /// A user's "first last" from their profile in the tree (the same name the directory shows),
+    /// or nil when the profile has none: for message sender names and log lines.
+    public func displayName(ofUser uid: String) throws -> String? {
+        guard let profile = UserDirectory.Profile(try value(at: try Path(segments: ["users", uid]))) else { return nil }
+        let name = profile.name
+        return name.isEmpty ? nil : name
+    }
+}
