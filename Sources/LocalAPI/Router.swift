@@ -54,7 +54,7 @@ enum NodeEndpoints {
 
     static func handle(_ request: HTTPRequest, node: Node) -> HTTPResponse {
         guard request.method == "GET" else { return APIResponse.error(405, "Method not allowed") }
-        let status = node.statusFromQueue()
+        let status = node.statusOnQueue()
         let peers: JSONValue = .array(status.peers.map { peer in
             var fields: [String: JSONValue] = [
                 "userId": .string(peer.userID), "name": .string(peer.name), "address": .string(peer.address),

@@ -70,7 +70,7 @@ struct StorageHandler {
         guard media else { return APIResponse.json(metadata(bucket, file)) }
         guard file.isComplete else {
             // Not a bad request: the bytes are on their way from peers.
-            _ = node.fetchFileOnQueuePublic(path)
+            node.fetchFileOnQueue(path)
             return HTTPResponse(status: 503, headers: APIResponse.common + [("Retry-After", "1"), ("Content-Type", APIResponse.jsonType)],
                                 body: Array("{\"error\":\"\(file.missing.count) of \(file.manifest.chunks.count) chunks are still being fetched\"}".utf8))
         }

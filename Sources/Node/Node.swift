@@ -127,7 +127,8 @@ public final class Node: @unchecked Sendable {
         return result
     }
 
-    func statusOnQueue() -> NodeStatus {
+    /// `status()` for callers on the node's queue (the control channel, the local API).
+    public func statusOnQueue() -> NodeStatus {
         dispatchPrecondition(condition: .onQueue(queue))
         let now = monotonicSeconds()
             var peers = [PublicKey: PeerStatus]()

@@ -13,10 +13,9 @@ extension Node {
         queue.sync { fetchFileOnQueue(path) }
     }
 
-    /// `fetchFile` for callers on the node's queue (the local API).
-    public func fetchFileOnQueuePublic(_ path: String) -> (missing: Int, total: Int)? { fetchFileOnQueue(path) }
-
-    func fetchFileOnQueue(_ path: String) -> (missing: Int, total: Int)? {
+    /// `fetchFile` for callers on the node's queue (the local API, the control channel).
+    @discardableResult
+    public func fetchFileOnQueue(_ path: String) -> (missing: Int, total: Int)? {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let info = try? store.fileInfo(path) else { return nil }
         track(info)

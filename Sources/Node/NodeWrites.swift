@@ -57,7 +57,4 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         pickUpLocalWrites()
     }
-
-    /// `status()` for callers on the node's queue.
-    public func statusFromQueue() -> NodeStatus { statusOnQueue() }
 }

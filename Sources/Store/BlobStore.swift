@@ -52,10 +52,11 @@ struct BlobStore {
         try db.first("SELECT bytes FROM chunks WHERE hash = ?", [.blob(hash.bytes)]) { $0.blob(0) }
     }
 
-    /// Stores a chunk if its bytes hash to `hash`; returns whether it was new.
+    /// Stores a chunk under `hash`, which the caller computed from `bytes` (putFile) or checked
+    /// against them (`Store.putChunk`): hashing is the costly part and is done once.
+    /// Returns whether the chunk was new.
     @discardableResult
     func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
-        guard BLAKE2b.digest256(bytes) == hash else { return false }
         try db.run("INSERT OR IGNORE INTO chunks(hash, bytes) VALUES (?, ?)", [.blob(hash.bytes), .blob(bytes)])
         return db.changes == 1
     }
