@@ -53,3 +53,21 @@ enum NegentropyFingerprint {
         return sum.fingerprint(count: ids.count)
     }
 }
+
+/// The fingerprint of a whole set kept up to date as ids are added (one addition each), for a
+/// node that announces its set's fingerprint in every beacon and hello.
+public struct NegentropyRunningFingerprint: Sendable {
+    private var sum = NegentropyAccumulator()
+    public private(set) var count = 0
+
+    public init() {}
+
+    /// Adds one 32-byte id (the caller adds each id once).
+    public mutating func add(_ id: [UInt8]) {
+        sum.add(NegentropyPackedID(bytes: id))
+        count += 1
+    }
+
+    /// Negentropy's fingerprint of the ids added so far.
+    public var fingerprint: [UInt8] { sum.fingerprint(count: count) }
+}
