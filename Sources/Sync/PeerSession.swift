@@ -57,7 +57,8 @@ public struct PeerSession {
     private var state: State
     private let localIdentity: PublicKey
     private let localInstance: [UInt8]
-    private var noiseFrames = NoiseFrameReader()
+    /// Noise messages on TCP: a u16be length each, 16 ..= 65535 bytes (no shorter message exists).
+    private var noiseFrames = FrameReader(maxFrameBytes: NoiseTransport.maxMessageLength, minFrameBytes: 16, prefixBytes: 2)
     private var frames = FrameReader()
     private var helloSent = false
     private var helloReceived = false
@@ -92,7 +93,7 @@ public struct PeerSession {
         do {
             let message = try handshake.writeMessage(payload: [])
             state = .handshaking(handshake)
-            return [.send(NoiseFrameReader.frame(message))]
+            return [.send(NoiseFrame.frame(message))]
         } catch {
             return fail("handshake: \(error)", misbehaved: false)
         }
@@ -120,7 +121,7 @@ public struct PeerSession {
                 var actions = [Action]()
                 if !handshake.isComplete {
                     let reply = try handshake.writeMessage(payload: [])
-                    actions.append(.send(NoiseFrameReader.frame(reply)))
+                    actions.append(.send(NoiseFrame.frame(reply)))
                 }
                 if handshake.isComplete {
                     let transport = try handshake.split()
@@ -299,7 +300,7 @@ public struct PeerSession {
         do {
             while offset < plaintext.count {
                 let end = min(offset + NoiseTransport.maxPlaintextLength, plaintext.count)
-                out += NoiseFrameReader.frame(try transport.encrypt(Array(plaintext[offset..<end])))
+                out += NoiseFrame.frame(try transport.encrypt(Array(plaintext[offset..<end])))
                 offset = end
             }
         } catch {
@@ -318,27 +319,8 @@ public struct PeerSession {
 
 /// The outer framing of a session on TCP: each Noise message (handshake or transport) is
 /// preceded by its length as u16be, as the Noise specification suggests.
-struct NoiseFrameReader {
-    private var buffer: [UInt8] = []
-
+enum NoiseFrame {
     static func frame(_ message: [UInt8]) -> [UInt8] {
         [UInt8(message.count >> 8), UInt8(message.count & 0xFF)] + message
-    }
-
-    /// Complete Noise messages in the received bytes. An empty message is refused: no Noise
-    /// message of this protocol is shorter than 16 bytes.
-    mutating func push(_ bytes: [UInt8]) throws(SessionMessage.DecodeError) -> [[UInt8]] {
-        buffer += bytes
-        var out = [[UInt8]]()
-        var offset = 0
-        while buffer.count - offset >= 2 {
-            let length = Int(buffer[offset]) << 8 | Int(buffer[offset + 1])
-            guard length >= 16 else { throw .malformed("Noise message of \(length) bytes") }
-            guard buffer.count - offset - 2 >= length else { break }
-            out.append(Array(buffer[offset + 2..<offset + 2 + length]))
-            offset += 2 + length
-        }
-        buffer.removeFirst(offset)
-        return out
     }
 }

@@ -125,25 +125,34 @@ public enum SessionMessage: Equatable, Sendable {
     }
 }
 
-/// Cuts a byte stream into frames, holding at most one partial frame: a declared length above
-/// the limit is refused at once, before anything is buffered for it.
+/// Cuts a byte stream into length-prefixed frames (big-endian length of `prefixBytes` bytes),
+/// holding at most one partial frame: a declared length outside the bounds is refused at once,
+/// before anything is buffered for it. Sessions use it twice: 4-byte frames of session messages,
+/// and 2-byte frames of Noise messages on TCP.
 public struct FrameReader: Sendable {
     private var buffer: [UInt8] = []
     private var start = 0
     public let maxFrameBytes: Int
+    public let minFrameBytes: Int
+    public let prefixBytes: Int
 
-    public init(maxFrameBytes: Int = SessionMessage.maxFrameBytes) { self.maxFrameBytes = maxFrameBytes }
+    public init(maxFrameBytes: Int = SessionMessage.maxFrameBytes, minFrameBytes: Int = 1, prefixBytes: Int = 4) {
+        self.maxFrameBytes = maxFrameBytes
+        self.minFrameBytes = minFrameBytes
+        self.prefixBytes = prefixBytes
+    }
 
     /// Adds received bytes and returns every complete frame body.
     public mutating func push(_ bytes: [UInt8]) throws(SessionMessage.DecodeError) -> [[UInt8]] {
         buffer += bytes
         var frames = [[UInt8]]()
-        while buffer.count - start >= 4 {
-            let length = buffer[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
-            guard length > 0, length <= maxFrameBytes else { throw .frameTooLarge(length) }
-            guard buffer.count - start - 4 >= length else { break }
-            frames.append(Array(buffer[start + 4..<start + 4 + length]))
-            start += 4 + length
+        while buffer.count - start >= prefixBytes {
+            let length = buffer[start..<start + prefixBytes].reduce(0) { $0 << 8 | Int($1) }
+            guard length >= minFrameBytes else { throw .malformed("a frame of \(length) bytes, below the minimum of \(minFrameBytes)") }
+            guard length <= maxFrameBytes else { throw .frameTooLarge(length) }
+            guard buffer.count - start - prefixBytes >= length else { break }
+            frames.append(Array(buffer[start + prefixBytes..<start + prefixBytes + length]))
+            start += prefixBytes + length
         }
         if start > 0 && (start == buffer.count || start > 1 << 16) {
             buffer.removeFirst(start)
