@@ -17,7 +17,7 @@ import SQLite
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
-/// - `users`, `users_fts`, `users_short` (migration 2): the users directory, see `UserDirectory`.
+/// - `users`, `users_fts`, `users_short` (migrations 2 and 3): the users directory, see `UserDirectory`.
 enum Schema {
     static let migrator = Migrator([
         Migration(version: 1, name: "records and materialized tree", sql: """
@@ -82,6 +82,24 @@ enum Schema {
                 path TEXT PRIMARY KEY
             ) STRICT;
             """),
-        Migration(version: 2, name: "users directory", sql: UserDirectory.schema),
+        // The first directory, keyed by user id; migration 3 replaces it.
+        Migration(version: 2, name: "users directory", sql: """
+            CREATE TABLE users (
+                uid TEXT PRIMARY KEY,
+                first_name TEXT,
+                last_name TEXT,
+                email TEXT,
+                platform TEXT,
+                picture TEXT,
+                folded TEXT NOT NULL,
+                folded_email TEXT NOT NULL,
+                name_sort INTEGER NOT NULL UNIQUE
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX users_by_name ON users(folded, uid);
+            CREATE VIRTUAL TABLE users_fts USING fts5(text, content='', columnsize=0, tokenize='trigram case_sensitive 1');
+            CREATE VIRTUAL TABLE users_short USING fts5(grams, content='', columnsize=0, detail=none, tokenize='trigram case_sensitive 1');
+            INSERT OR REPLACE INTO meta(key, value) VALUES ('directory_built', NOT EXISTS (SELECT 1 FROM records));
+            """),
+        Migration(version: 3, name: "users directory keyed by order label", sql: UserDirectory.schema),
     ])
 }

@@ -14,6 +14,9 @@ public final class Store {
     var clock: HybridLogicalClock
     /// Makes this process's push ids monotonic even within one millisecond.
     var pushIDs = PushIDGenerator()
+    /// Set once the users directory is known to be built (it never becomes unbuilt while a
+    /// store is open), so searches skip asking `meta` each time.
+    var directoryBuilt = false
     public let path: String
 
     /// Opens (creating if needed) the store at `path`, applies pending migrations and sets WAL

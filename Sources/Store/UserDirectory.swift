@@ -4,12 +4,15 @@ import Tree
 /// The users directory: one row per profile in the tree (`/users/$uid`), indexed for
 /// accent-insensitive substring search in name order.
 ///
-/// Tables (migration 2):
-/// - `users`: the profile fields shown in results, `folded` (the folded full name "first last")
-///   and `folded_email` (the folded email, spaces removed), and `name_sort`, the user's
-///   **order label**: an integer whose order is the directory order, `(folded, uid)` bytewise.
-///   Labels are sparse (new users take a label between their neighbours'); when two neighbours
-///   leave no room, a window of nearby users is spread out again (`relabel`).
+/// Tables (migration 3; migration 2 had the same with the user id as the key):
+/// - `users`: keyed by the user's **order label**, an integer whose order is the directory
+///   order, `(folded, uid)` bytewise; then the fields shown in results (the display name
+///   "first last" as `Profile.name` makes it), `folded` (the folded display name) and
+///   `folded_email` (the folded email, spaces removed). Labels are sparse (new users take a label
+///   between their neighbours'); when two neighbours leave no room, a window of nearby users is
+///   spread out again (`relabel`). The label being the row's key, a search joins the index's
+///   matches to their rows directly, and the index on `(folded, uid)` also answers exact-name
+///   lookups and a new user's neighbours without touching the rows.
 /// - `users_fts`: FTS5, trigram tokenizer, contentless, one document per user whose rowid is the
 ///   order label and whose text is `" " + folded + U+0002 + folded_email`. A phrase query for a
 ///   folded query of three or more characters finds the substring matches; for `" " + query`
@@ -34,18 +37,24 @@ import Tree
 struct UserDirectory {
     let db: Connection
 
+    /// Migration 3: the directory as described above. It replaces migration 2's tables, empty,
+    /// and marks the directory unbuilt when the store holds records, so the first directory
+    /// request refills it from the tree (`Store.buildUserDirectoryIfNeeded`).
     static let schema = """
+        DROP TABLE IF EXISTS users;
+        DROP TABLE IF EXISTS users_fts;
+        DROP TABLE IF EXISTS users_short;
+        DELETE FROM meta WHERE key LIKE 'directory_%';
         CREATE TABLE users (
-            uid TEXT PRIMARY KEY,
-            first_name TEXT,
-            last_name TEXT,
+            label INTEGER PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
             email TEXT,
             platform TEXT,
             picture TEXT,
             folded TEXT NOT NULL,
-            folded_email TEXT NOT NULL,
-            name_sort INTEGER NOT NULL UNIQUE
-        ) STRICT, WITHOUT ROWID;
+            folded_email TEXT NOT NULL
+        ) STRICT;
         CREATE INDEX users_by_name ON users(folded, uid);
         CREATE VIRTUAL TABLE users_fts USING fts5(text, content='', columnsize=0, tokenize='trigram case_sensitive 1');
         CREATE VIRTUAL TABLE users_short USING fts5(grams, content='', columnsize=0, detail=none, tokenize='trigram case_sensitive 1');
@@ -118,7 +127,7 @@ struct UserDirectory {
 
     /// The work of `refresh`; returns whether the indexes changed.
     private func update(uid: String, profile value: JSONValue) throws -> Bool {
-        let old = try db.first("SELECT uid, folded, folded_email, name_sort FROM users WHERE uid = ?", [.text(uid)], Indexed.init)
+        let old = try db.first("SELECT uid, folded, folded_email, label FROM users WHERE uid = ?", [.text(uid)], Indexed.init)
         guard let profile = Profile(value) else {
             if let old {
                 try unindex(old)
@@ -127,17 +136,17 @@ struct UserDirectory {
             }
             return false
         }
-        let folded = TextFolding.fold(profile.name)
+        let name = profile.name
+        let folded = TextFolding.fold(name)
         let foldedEmail = Self.foldEmail(profile.email ?? "")
-        let fields: [SQLValue] = [profile.firstName, profile.lastName, profile.email, profile.platform, profile.picture]
-            .map { $0.map(SQLValue.text) ?? .null }
+        let fields: [SQLValue] = [.text(name)] + [profile.email, profile.platform, profile.picture].map { $0.map(SQLValue.text) ?? .null }
         if let old, old.folded == folded {
             // Same place in the order: keep the label.
             if old.foldedEmail != foldedEmail {
                 try unindex(old)
                 try index(Indexed(uid: uid, folded: folded, foldedEmail: foldedEmail, label: old.label))
             }
-            try db.run("UPDATE users SET first_name = ?, last_name = ?, email = ?, platform = ?, picture = ?, folded_email = ? WHERE uid = ?",
+            try db.run("UPDATE users SET name = ?, email = ?, platform = ?, picture = ?, folded_email = ? WHERE uid = ?",
                        fields + [.text(foldedEmail), .text(uid)])
             return old.foldedEmail != foldedEmail
         }
@@ -147,8 +156,8 @@ struct UserDirectory {
         }
         let label = try allocateLabel(folded: folded, uid: uid)
         try db.run("""
-            INSERT INTO users(uid, first_name, last_name, email, platform, picture, folded, folded_email, name_sort)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO users(uid, name, email, platform, picture, folded, folded_email, label)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(uid)] + fields + [.text(folded), .text(foldedEmail), .integer(label)])
         try index(Indexed(uid: uid, folded: folded, foldedEmail: foldedEmail, label: label))
         return true
@@ -208,8 +217,8 @@ struct UserDirectory {
     /// A label for a user about to be inserted at `(folded, uid)`: between its neighbours'.
     private func allocateLabel(folded: String, uid: String) throws -> Int64 {
         let key: [SQLValue] = [.text(folded), .text(uid)]
-        let before = try db.first("SELECT name_sort FROM users WHERE (folded, uid) < (?, ?) ORDER BY folded DESC, uid DESC LIMIT 1", key) { $0.int64(0) }
-        let after = try db.first("SELECT name_sort FROM users WHERE (folded, uid) > (?, ?) ORDER BY folded, uid LIMIT 1", key) { $0.int64(0) }
+        let before = try db.first("SELECT label FROM users WHERE (folded, uid) < (?, ?) ORDER BY folded DESC, uid DESC LIMIT 1", key) { $0.int64(0) }
+        let after = try db.first("SELECT label FROM users WHERE (folded, uid) > (?, ?) ORDER BY folded, uid LIMIT 1", key) { $0.int64(0) }
         let low = before ?? 0, high = after ?? Self.labelMax + 1
         if after == nil, high - low > Self.endSpacing { return low + Self.endSpacing }
         if before == nil, high - low > Self.endSpacing { return high - Self.endSpacing }
@@ -223,11 +232,11 @@ struct UserDirectory {
         var reach = 16
         while true {
             let before = try db.all("""
-                SELECT uid, folded, folded_email, name_sort FROM users WHERE (folded, uid) < (?, ?)
+                SELECT uid, folded, folded_email, label FROM users WHERE (folded, uid) < (?, ?)
                 ORDER BY folded DESC, uid DESC LIMIT ?
                 """, [.text(folded), .text(uid), .integer(Int64(reach + 1))], Indexed.init)
             let after = try db.all("""
-                SELECT uid, folded, folded_email, name_sort FROM users WHERE (folded, uid) > (?, ?)
+                SELECT uid, folded, folded_email, label FROM users WHERE (folded, uid) > (?, ?)
                 ORDER BY folded, uid LIMIT ?
                 """, [.text(folded), .text(uid), .integer(Int64(reach + 1))], Indexed.init)
             let low = before.count > reach ? before[reach].label : 0
@@ -244,7 +253,7 @@ struct UserDirectory {
             // Two passes, so that no new label collides with an old one not yet moved.
             for case let user? in window {
                 try unindex(user)
-                try db.run("UPDATE users SET name_sort = ? WHERE uid = ?", [.integer(-user.label), .text(user.uid)])
+                try db.run("UPDATE users SET label = ? WHERE uid = ?", [.integer(-user.label), .text(user.uid)])
             }
             var label: Int64 = 0
             for (offset, member) in window.enumerated() {
@@ -254,7 +263,7 @@ struct UserDirectory {
                     continue
                 }
                 user.label = newLabel
-                try db.run("UPDATE users SET name_sort = ? WHERE uid = ?", [.integer(newLabel), .text(user.uid)])
+                try db.run("UPDATE users SET label = ? WHERE uid = ?", [.integer(newLabel), .text(user.uid)])
                 try index(user)
             }
             return label
@@ -267,71 +276,118 @@ struct UserDirectory {
     /// then matches at the start of a word of the name, then any other substring match in the
     /// name or email; each group in name order.
     ///
-    /// First the substring index is asked for `limit` matches in name order. Fewer means those
-    /// are all the matches, and they are ranked here (the cheap case for selective queries, which
-    /// are the expensive ones for the index). Otherwise each group is asked for in turn; each group
-    /// is a superset of the one before (an exact name starts with the query, and a word-start
-    /// match is a substring match), so asking for `limit` plus the number already taken, and
-    /// skipping those, gives exactly the next group's first members, and every query stops early.
+    /// Every index lookup asks for matches in name order (the label order) with a limit, so its
+    /// cost follows the limit, not the number of matches (a one-letter query matches most users).
+    /// Each group is a superset of the one before (an exact name starts with the query, and a
+    /// word-start match is a substring match), so asking a group for `limit` plus the number
+    /// already taken, and skipping those, gives exactly its next members.
+    ///
+    /// Which lookup runs first is a guess that only changes the cost, never the result: a query
+    /// of a few characters usually has more than `limit` word-start matches, which then settle
+    /// the answer with the exact-name lookup alone; a longer one usually matches fewer than
+    /// `limit` users anywhere, and a first substring lookup that returns fewer than `limit` holds
+    /// all the matches, which are then ranked here.
     func search(_ folded: String, limit: Int) throws -> [UserEntry] {
-        let scalars = Array(folded.unicodeScalars)
+        let scalarCount = folded.unicodeScalars.count
         let anywhere: (sql: String, phrase: String)
-        switch scalars.count {
-        case 1: anywhere = (Self.shortSQL, "\u{1}" + folded + "\u{1}")
-        case 2: anywhere = (Self.shortSQL, String(scalars[0]) + "\u{1}" + String(scalars[1]))
-        default: anywhere = (Self.trigramSQL, folded)
+        let wordStart: (sql: String, phrase: String)
+        switch scalarCount {
+        case 1:
+            anywhere = (Self.shortSQL, "\u{1}" + folded + "\u{1}")
+            wordStart = (Self.shortSQL, " \u{1}" + folded)
+        case 2:
+            let scalars = folded.unicodeScalars
+            anywhere = (Self.shortSQL, String(scalars.first!) + "\u{1}" + String(scalars[scalars.index(after: scalars.startIndex)]))
+            wordStart = (Self.trigramSQL, " " + folded)
+        default:
+            anywhere = (Self.trigramSQL, folded)
+            wordStart = (Self.trigramSQL, " " + folded)
         }
-        let firstMatches = try labels(anywhere.sql, anywhere.phrase, limit: limit)
-        if firstMatches.count < limit {
-            // Compared as bytes, as SQLite does: `String` would compare grapheme clusters, and a
-            // query may begin inside one (Hangul jamo).
-            let query = Array(folded.utf8), wordQuery = Array((" " + folded).utf8)
-            let ranked = try rows(firstMatches).map { row -> (Int, Int64, UserEntry) in
-                let name = Array(row.folded.utf8)
-                let tier = name == query ? 0 : Self.contains([UInt8](" ".utf8) + name, wordQuery) ? 1 : 2
-                return (tier, row.label, row.entry)
+        var rows = [Int64: Match]()
+        func matches(_ lookup: (sql: String, phrase: String), limit: Int) throws -> [Int64] {
+            try db.all(lookup.sql, [.text(Self.phrase(lookup.phrase)), .integer(Int64(limit))]) { row in
+                let match = Match(row)
+                rows[match.label] = match
+                return match.label
             }
-            return ranked.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
+        }
+
+        var firstMatches: [Int64]? = nil
+        if scalarCount > Self.wordStartFirstUpTo {
+            let all = try matches(anywhere, limit: limit)
+            if all.count < limit {
+                // Every match is here: rank them.
+                let query = Array(folded.utf8), wordQuery = Array((" " + folded).utf8)
+                let ranked = all.map { label -> (tier: Int, label: Int64) in
+                    // Compared as bytes, as SQLite does: `String` would compare grapheme
+                    // clusters, and a query may begin inside one (Hangul jamo).
+                    let name = Array(rows[label]!.folded.utf8)
+                    let tier = name == query ? 0 : Self.contains([0x20] + name, wordQuery) ? 1 : 2
+                    return (tier, label)
+                }
+                return ranked.sorted { ($0.tier, $0.label) < ($1.tier, $1.label) }.map { rows[$0.label]!.entry }
+            }
+            firstMatches = all
         }
         var found = [Int64]()
         var seen = Set<Int64>()
         func take(_ labels: [Int64]) {
             for label in labels where found.count < limit && seen.insert(label).inserted { found.append(label) }
         }
-        take(try db.all("SELECT name_sort FROM users WHERE folded = ? ORDER BY uid LIMIT ?", [.text(folded), .integer(Int64(limit))]) { $0.int64(0) })
+        let exact = try db.all(Self.exactSQL, [.text(folded), .integer(Int64(limit))]) { $0.int64(0) }
+        take(exact)
+        take(try matches(wordStart, limit: limit + seen.count))
         if found.count < limit {
-            let word = scalars.count >= 2 ? (Self.trigramSQL, " " + folded) : (Self.shortSQL, " \u{1}" + folded)
-            take(try labels(word.0, word.1, limit: limit + seen.count))
+            // The first substring matches serve if, after skipping those taken, they still hold
+            // as many as are missing (they are a prefix of all the substring matches).
+            if let firstMatches, firstMatches.filter({ !seen.contains($0) }).count >= limit - found.count {
+                take(firstMatches)
+            } else {
+                take(try matches(anywhere, limit: limit + seen.count))
+            }
         }
-        if found.count < limit {
-            take(seen.isEmpty ? firstMatches : try labels(anywhere.sql, anywhere.phrase, limit: limit + seen.count))
+        // Exact matches beyond the word-start lookup's reach have no row yet.
+        let missing = found.filter { rows[$0] == nil }
+        if !missing.isEmpty {
+            let list = "[" + missing.map(String.init).joined(separator: ",") + "]"
+            for match in try db.all(Self.rowsSQL, [.text(list)], Match.init) { rows[match.label] = match }
         }
-        let byLabel = Dictionary(uniqueKeysWithValues: try rows(found).map { ($0.label, $0.entry) })
-        return found.compactMap { byLabel[$0] }
+        return found.compactMap { rows[$0]?.entry }
     }
 
-    private static let trigramSQL = "SELECT rowid FROM users_fts WHERE users_fts MATCH ? ORDER BY rowid LIMIT ?"
-    private static let shortSQL = "SELECT rowid FROM users_short WHERE users_short MATCH ? ORDER BY rowid LIMIT ?"
+    /// Queries of up to this many scalars (folded) look up word starts first; see `search`.
+    static let wordStartFirstUpTo = 4
 
-    /// The first `limit` labels, in order, of the documents matching the phrase.
-    private func labels(_ sql: String, _ phrase: String, limit: Int) throws -> [Int64] {
-        try db.all(sql, [.text(Self.phrase(phrase)), .integer(Int64(limit))]) { $0.int64(0) }
+    /// A matching user as a search lookup returns them.
+    private struct Match {
+        let label: Int64
+        let folded: String
+        let entry: UserEntry
+
+        /// From the columns of `columns`, in that order.
+        init(_ row: Row) {
+            label = row.int64(0)
+            folded = row.text(1)
+            entry = UserDirectory.entry(row, from: 2)
+        }
     }
 
-    /// The users with these labels, in one statement, in no particular order.
-    private func rows(_ labels: [Int64]) throws -> [(label: Int64, folded: String, entry: UserEntry)] {
-        guard !labels.isEmpty else { return [] }
-        let list = "[" + labels.map(String.init).joined(separator: ",") + "]"
-        return try db.all("""
-            SELECT uid, first_name, last_name, email, platform, picture, name_sort, folded FROM users
-            WHERE name_sort IN (SELECT value FROM json_each(?))
-            """, [.text(list)]) { row in (row.int64(6), row.text(7), UserDirectory.entry(row)) }
-    }
+    private static let columns = "users.label, users.folded, users.uid, users.name, users.email, users.platform, users.picture"
+    private static let trigramSQL = """
+        SELECT \(columns) FROM users_fts JOIN users ON users.label = users_fts.rowid
+        WHERE users_fts MATCH ? ORDER BY users_fts.rowid LIMIT ?
+        """
+    private static let shortSQL = """
+        SELECT \(columns) FROM users_short JOIN users ON users.label = users_short.rowid
+        WHERE users_short MATCH ? ORDER BY users_short.rowid LIMIT ?
+        """
+    private static let exactSQL = "SELECT label FROM users WHERE folded = ? ORDER BY uid LIMIT ?"
+    private static let rowsSQL = "SELECT \(columns) FROM users WHERE label IN (SELECT value FROM json_each(?))"
 
     /// `limit` entries in name order after skipping `offset`.
     func list(limit: Int, offset: Int) throws -> [UserEntry] {
-        try db.all("SELECT uid, first_name, last_name, email, platform, picture FROM users ORDER BY name_sort LIMIT ? OFFSET ?",
-                   [.integer(Int64(limit)), .integer(Int64(offset))], UserDirectory.entry)
+        try db.all("SELECT uid, name, email, platform, picture FROM users ORDER BY label LIMIT ? OFFSET ?",
+                   [.integer(Int64(limit)), .integer(Int64(offset))]) { UserDirectory.entry($0, from: 0) }
     }
 
     /// Number of users in the directory.
@@ -339,10 +395,11 @@ struct UserDirectory {
         Int(try db.scalarInt("SELECT count(*) FROM users") ?? 0)
     }
 
-    private static func entry(_ row: Row) -> UserEntry {
+    /// An entry from the columns uid, name, email, platform, picture starting at `first`.
+    private static func entry(_ row: Row, from first: Int32) -> UserEntry {
         func optional(_ column: Int32) -> String? { row.isNull(column) ? nil : row.text(column) }
-        let profile = Profile(firstName: optional(1), lastName: optional(2), email: optional(3), platform: optional(4), picture: optional(5))
-        return UserEntry(uid: row.text(0), name: profile.name, email: profile.email, platform: profile.platform, picture: profile.picture)
+        return UserEntry(uid: row.text(first), name: row.text(first + 1), email: optional(first + 2),
+                         platform: optional(first + 3), picture: optional(first + 4))
     }
 
     // MARK: Text
@@ -357,7 +414,14 @@ struct UserDirectory {
 
     /// An FTS5 phrase matching `text` literally.
     static func phrase(_ text: String) -> String {
-        "\"" + text.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+        var out = String.UnicodeScalarView()
+        out.append("\"")
+        for scalar in text.unicodeScalars {
+            out.append(scalar)
+            if scalar == "\"" { out.append("\"") }
+        }
+        out.append("\"")
+        return String(out)
     }
 
     /// `text` with U+0001 before, between and after its characters: the `users_short` document.

@@ -78,7 +78,7 @@ extension Store {
         let folded = TextFolding.fold(query)
         guard !folded.isEmpty else { throw DirectoryError.nothingToSearch(query) }
         guard limit > 0 else { throw DirectoryError.invalidLimit(limit) }
-        try buildUserDirectoryIfNeeded()
+        if !directoryBuilt { try buildUserDirectoryIfNeeded() }
         return try readTransaction {
             try UserDirectory(db: db).search(folded, limit: limit)
         }
@@ -108,13 +108,17 @@ extension Store {
     /// before migration 2 gets its directory on the first directory request (the migration
     /// cannot read the tree: it has a bare connection). Later, `apply` keeps it current.
     public func buildUserDirectoryIfNeeded() throws {
-        guard try db.scalarInt("SELECT value FROM meta WHERE key = 'directory_built'") == 0 else { return }
+        guard try db.scalarInt("SELECT value FROM meta WHERE key = 'directory_built'") == 0 else {
+            directoryBuilt = true
+            return
+        }
         try transaction {
             guard try db.scalarInt("SELECT value FROM meta WHERE key = 'directory_built'") == 0 else { return }
             let users = try Path(segments: ["users"])
             let profiles = try childKeys(of: users).map { uid in (uid: uid, profile: try value(at: try users.appending(uid))) }
             try UserDirectory(db: db).rebuild(profiles)
         }
+        directoryBuilt = true
     }
 
     /// Runs several reads on one snapshot (another process may write in between otherwise).

@@ -22,6 +22,12 @@ import Foundation
 /// 5. Runs of whitespace become one space; leading and trailing whitespace go.
 public enum TextFolding {
     public static func fold(_ s: String) -> String {
+        if let ascii = foldASCII(s) { return ascii }
+        return foldUnicode(s)
+    }
+
+    /// The general path of `fold`, for any text (internal so tests can hold `foldASCII` to it).
+    static func foldUnicode(_ s: String) -> String {
         var out = String.UnicodeScalarView()
         var pendingSpace = false
         for scalar in s.decomposedStringWithCompatibilityMapping.unicodeScalars {
@@ -41,6 +47,37 @@ public enum TextFolding {
             }
         }
         return String(out)
+    }
+
+    /// `fold` for text that is all ASCII, or nil for any other text. Most queries and emails are
+    /// ASCII, and the general path spends most of its time in Foundation's decomposition, which
+    /// changes no ASCII character; the steps that remain for ASCII are lowercasing, dropping the
+    /// control characters (the ASCII whitespace among them counts as whitespace first), and
+    /// collapsing whitespace, exactly as the general path does them.
+    static func foldASCII(_ s: String) -> String? {
+        var s = s
+        return s.withUTF8 { bytes -> String? in
+            var out = [UInt8]()
+            out.reserveCapacity(bytes.count)
+            var pendingSpace = false
+            for byte in bytes {
+                switch byte {
+                case 0x80...: return nil
+                case 0x09...0x0D, 0x20:
+                    pendingSpace = !out.isEmpty
+                    continue
+                case 0x00..<0x20, 0x7F:
+                    continue
+                default:
+                    if pendingSpace {
+                        out.append(0x20)
+                        pendingSpace = false
+                    }
+                    out.append((0x41...0x5A).contains(byte) ? byte + 0x20 : byte)
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
     }
 
     private static func isDropped(_ category: Unicode.GeneralCategory) -> Bool {

@@ -184,6 +184,12 @@ struct UserDirectoryTests {
         #expect(try d.names("smi") == ["Joan Smith"])
         #expect(try d.names("chm") == ["Anna Schmidt"])
         #expect(try d.names("n s") == ["Joan Smith"])
+        // Word-start matches ordered before the exact name fill the lookup; the exact name
+        // still comes first.
+        try d.add(9, "Al", "An")
+        try d.add(10, "Alex", "An")
+        #expect(try d.names("an", limit: 1) == ["An"])
+        #expect(try d.names("an", limit: 3) == ["An", "Al An", "Alex An"])
     }
 
     @Test("the same as the slow model, for many users and queries, dense and selective")
@@ -323,7 +329,7 @@ struct UserDirectoryTests {
         try d.store.db.execute("INSERT INTO users_fts(users_fts) VALUES ('integrity-check')")
         try d.store.db.execute("INSERT INTO users_short(users_short) VALUES ('integrity-check')")
         // Labels are unique and follow the name order.
-        let labels = try d.store.db.all("SELECT name_sort FROM users ORDER BY folded, uid") { $0.int64(0) }
+        let labels = try d.store.db.all("SELECT label FROM users ORDER BY folded, uid") { $0.int64(0) }
         #expect(labels == labels.sorted() && Set(labels).count == labels.count)
     }
 

@@ -1,5 +1,6 @@
 import Testing
-import Tree
+@testable import Tree
+import TestSupport
 
 @Suite("Text folding")
 struct TextFoldingTests {
@@ -75,6 +76,22 @@ struct TextFoldingTests {
             let once = TextFolding.fold(text)
             #expect(TextFolding.fold(once) == once, "\(text)")
         }
+    }
+
+    @Test("the ASCII fast path folds every ASCII text exactly as the general path")
+    func asciiFastPath() {
+        for byte in UInt8(0)...0x7F {
+            let text = String(decoding: [byte, 0x41, byte, 0x20, 0x7A, byte], as: UTF8.self)
+            #expect(TextFolding.foldASCII(text) == TextFolding.foldUnicode(text), "byte \(byte)")
+        }
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<2_000 {
+            let bytes = (0..<Int(rng.next() % 16)).map { _ in UInt8(rng.next() % 0x80) }
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(TextFolding.foldASCII(text) == TextFolding.foldUnicode(text), "\(bytes)")
+        }
+        #expect(TextFolding.foldASCII("Nguyễn") == nil)
+        #expect(TextFolding.fold("  Alice\tSMITH \n") == "alice smith")
     }
 }
 
