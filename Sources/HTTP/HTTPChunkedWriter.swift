@@ -29,4 +29,17 @@ public enum HTTPChunkedWriter: Sendable {
     public static func end() -> [UInt8] {
         Array("0\r\n\r\n".utf8)
     }
+
+    /// The status line and headers of a response streamed to an HTTP/1.0 client, which knows no
+    /// chunked coding: the body is sent as it comes and ends when the connection closes
+    /// (`Connection: close`). Any `Content-Length`, `Transfer-Encoding` or `Connection` among
+    /// `headers` is dropped.
+    public static func closeDelimitedHead(status: Int = 200, reason: String? = nil, headers: [(name: String, value: String)] = []) -> [UInt8] {
+        let kept = headers.filter {
+            !ASCII.equalsIgnoringCase($0.name, "content-length") && !ASCII.equalsIgnoringCase($0.name, "transfer-encoding")
+                && !ASCII.equalsIgnoringCase($0.name, "connection")
+        }
+        let response = HTTPResponse(status: status, reason: reason, headers: kept)
+        return response.head(extraHeaders: [(name: "Connection", value: "close")], addLength: false)
+    }
 }

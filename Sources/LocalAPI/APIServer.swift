@@ -15,16 +15,23 @@ public final class APIServer: @unchecked Sendable {
     private let listener: TCPListener
     let events: EventHub
     private var connections: [ObjectIdentifier: APIConnection] = [:]
+    /// Seconds a connection may sit with no request in progress before it is closed; see
+    /// `closeIdleConnections`.
+    let idleTimeoutSeconds: Double
+    private var idleSweep: RepeatingTimer?
 
     /// Most simultaneous connections; more are closed at once.
     static let maxConnections = 512
+    /// The default for `idleTimeoutSeconds`.
+    public static let defaultIdleTimeoutSeconds: Double = 120
 
     public var address: SocketAddress { listener.localAddress }
 
     /// Binds `address` (loopback unless the caller allowed otherwise).
-    public init(node: Node, address: SocketAddress, token: String) throws {
+    public init(node: Node, address: SocketAddress, token: String, idleTimeoutSeconds: Double = APIServer.defaultIdleTimeoutSeconds) throws {
         self.node = node
         self.token = token
+        self.idleTimeoutSeconds = idleTimeoutSeconds
         listener = try TCPListener(bind: address, queue: node.queue)
         events = EventHub(node: node)
     }
@@ -46,12 +53,29 @@ public final class APIServer: @unchecked Sendable {
                 handler.start { [self] in connections.removeValue(forKey: key) }
             }
         }
+        let server = UncheckedServer(self)
+        let sweep = DispatchTimeInterval.milliseconds(max(10, Int(idleTimeoutSeconds * 1000 / 4)))
+        idleSweep = RepeatingTimer(interval: sweep, queue: node.queue) { server.value.closeIdleConnections() }
+    }
+
+    /// Closes keep-alive connections that have carried nothing for `idleTimeoutSeconds`: each
+    /// holds a socket and a slot of the 512, and a client that opened connections and went away
+    /// without closing them (a crashed app, a laptop put to sleep) would otherwise hold them
+    /// for good. Event streams are exempt (they send keep-alives, and a stream that stops being
+    /// read is closed by its byte bound), as are connections with a response still going out.
+    func closeIdleConnections() {
+        dispatchPrecondition(condition: .onQueue(node.queue))
+        let now = monotonicSeconds()
+        for handler in connections.values where handler.isIdle(now: now, limit: idleTimeoutSeconds) {
+            handler.connection.close()
+        }
     }
 
     /// Stops accepting and closes every connection; call on the node's queue.
     public func close() {
         dispatchPrecondition(condition: .onQueue(node.queue))
         listener.close()
+        idleSweep?.cancel()
         events.close()
         for handler in connections.values { handler.connection.close() }
         connections.removeAll()
@@ -82,6 +106,8 @@ final class APIConnection {
     private var closing = false
     /// Reading stopped because the client does not take its responses.
     private var paused = false
+    /// When the client last sent bytes or a response was last written (monotonic seconds).
+    private var lastActivity = monotonicSeconds()
 
     /// Unsent response bytes beyond which no further pipelined request is answered (and no more
     /// is read) until the client has taken them: a client that pipelines requests without
@@ -102,7 +128,14 @@ final class APIConnection {
         })
     }
 
+    /// Whether the connection has carried nothing for `limit` seconds and owes nothing: not an
+    /// event stream, no response waiting to be sent.
+    func isIdle(now: Double, limit: Double) -> Bool {
+        !streaming && !paused && connection.pendingWriteBytes == 0 && now - lastActivity > limit
+    }
+
     private func receive(_ bytes: [UInt8]) {
+        lastActivity = monotonicSeconds()
         guard !streaming, !closing else { return }  // an event stream's client has nothing more to say
         parser.append(bytes)
         process()
@@ -184,7 +217,7 @@ final class APIConnection {
             switch RESTHandler.treePath(request) {
             case let .path(path):
                 streaming = true
-                server.events.add(connection, path: path)
+                server.events.add(connection, path: path, version: request.version)
             case let .refused(response):
                 send(response, keepAlive: request.keepAlive)
             }
@@ -198,11 +231,18 @@ final class APIConnection {
         var response = response
         response.headers.append(("Connection", keepAlive ? "keep-alive" : "close"))
         connection.write(response.serialized())
+        lastActivity = monotonicSeconds()
         if !keepAlive {
             closing = true
             connection.shutdownAfterWrites()
         }
     }
+}
+
+/// Lets the idle sweep hold the server, which is confined to the node's queue.
+struct UncheckedServer: @unchecked Sendable {
+    let value: APIServer
+    init(_ value: APIServer) { self.value = value }
 }
 
 /// Lets the drain timer hold a connection handler, which is confined to the node's queue.

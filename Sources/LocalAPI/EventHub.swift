@@ -20,6 +20,9 @@ final class EventHub {
         /// part of the initial snapshot is still unsent, so a large snapshot alone never
         /// closes a listener that reads.
         let maxPending: Int
+        /// Chunked framing (HTTP/1.1); an HTTP/1.0 client gets the bare events, the stream
+        /// ending when the connection closes.
+        let chunked: Bool
     }
     private var observer: Int?
     private var keepAlive: RepeatingTimer?
@@ -66,18 +69,20 @@ final class EventHub {
 
     /// Answers the stream request and sends the initial snapshot, atomically on the node's queue:
     /// no write can fall between the snapshot and the registration.
-    func add(_ connection: TCPConnection, path: Path) {
+    func add(_ connection: TCPConnection, path: Path, version: HTTPVersion) {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        let head = HTTPChunkedWriter.head(status: 200, headers: [
+        let headers = [
             ("Content-Type", "text/event-stream; charset=utf-8"),
             ("Cache-Control", "no-cache"),
             ("Access-Control-Allow-Origin", "*"),
-        ])
-        connection.write(head)
+        ]
+        let chunked = version != .http1_0
+        connection.write(chunked ? HTTPChunkedWriter.head(status: 200, headers: headers)
+                                 : HTTPChunkedWriter.closeDelimitedHead(status: 200, headers: headers))
         let value = (try? node.withStoreOnQueue { store, _ in try store.value(at: path) }) ?? .null
-        connection.write(EventHub.frame("put", .object(["path": "/", "data": value])))
+        connection.write(EventHub.frame("put", .object(["path": "/", "data": value]), chunked: chunked))
         let listener = Listener(connection: connection, path: path,
-                                maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes)
+                                maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes, chunked: chunked)
         listeners[ObjectIdentifier(connection)] = listener
     }
 
@@ -88,16 +93,17 @@ final class EventHub {
         listeners.removeValue(forKey: ObjectIdentifier(connection))
     }
 
-    /// One event as a chunk. LF only, one line of JSON: anything else kills Python's client.
-    static func frame(_ event: String, _ data: JSONValue) -> [UInt8] {
-        HTTPChunkedWriter.chunk(Array("event: \(event)\ndata: \(data.serialized())\n\n".utf8))
+    /// One event, as a chunk or bare. LF only, one line of JSON: anything else kills Python's client.
+    static func frame(_ event: String, _ data: JSONValue, chunked: Bool) -> [UInt8] {
+        let bytes = Array("event: \(event)\ndata: \(data.serialized())\n\n".utf8)
+        return chunked ? HTTPChunkedWriter.chunk(bytes) : bytes
     }
 
     private func send(_ event: String, _ data: JSONValue, to listener: Listener) {
         let connection = listener.connection
         // Closed already (too slow) while this batch of events was going out.
         guard listeners[ObjectIdentifier(connection)] != nil else { return }
-        connection.write(EventHub.frame(event, data))
+        connection.write(EventHub.frame(event, data, chunked: listener.chunked))
         if connection.pendingWriteBytes > listener.maxPending {
             remove(connection)
             connection.close()

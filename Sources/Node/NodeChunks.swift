@@ -2,6 +2,7 @@ import Crypto
 import Dispatch
 import Store
 import Sync
+import Transport
 import Wire
 
 /// Chunk exchange: the node fetches the chunks of files it wants (referenced by messages and

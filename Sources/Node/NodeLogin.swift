@@ -1,5 +1,6 @@
 import Crypto
 import Dispatch
+import Transport
 
 /// Browser logins to the local API's web app. `lanchat open` asks the node (control request
 /// `login MILLIS SIGNATURE`, signed with the node's identity key, so only who can read the data

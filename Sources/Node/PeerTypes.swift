@@ -62,11 +62,6 @@ public struct NodeStatus: Codable, Sendable {
     public var pid: Int32
 }
 
-/// Seconds on a monotonic clock, for timeouts and expiry.
-func monotonicSeconds() -> Double {
-    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-}
-
 /// Wall-clock milliseconds since the Unix epoch, for record clocks.
 func wallMillis() -> UInt64 {
     UInt64(Date().timeIntervalSince1970 * 1000)

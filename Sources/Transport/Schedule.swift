@@ -37,3 +37,8 @@ final class OneShotTimer: Cancellable, @unchecked Sendable {
         source.cancel()
     }
 }
+
+/// Seconds on a monotonic clock, for timeouts and expiry (never jumps with the wall clock).
+public func monotonicSeconds() -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+}

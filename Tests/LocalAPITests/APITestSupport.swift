@@ -18,7 +18,7 @@ final class APIFixture: @unchecked Sendable {
     let api: APIServer
     let port: UInt16
 
-    init() throws {
+    init(idleTimeoutSeconds: Double = APIServer.defaultIdleTimeoutSeconds) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-api-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var config = NodeConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0))
@@ -26,7 +26,8 @@ final class APIFixture: @unchecked Sendable {
         node = try Node(store: try Store(path: directory + "/store.sqlite"), identity: PrivateKey(),
                         network: .named("api-tests"), config: config)
         try node.start()
-        api = try APIServer(node: node, address: try SocketAddress(host: "127.0.0.1", port: 0), token: APIFixture.token)
+        api = try APIServer(node: node, address: try SocketAddress(host: "127.0.0.1", port: 0), token: APIFixture.token,
+                            idleTimeoutSeconds: idleTimeoutSeconds)
         let api = api
         node.queue.sync { api.start() }
         port = api.address.port
@@ -182,6 +183,19 @@ final class RawClient: @unchecked Sendable {
                 return line
             }
             guard try fill() else { throw ClientError("end of stream inside a line") }
+        }
+    }
+
+    /// Bytes up to and including the first empty line ("\n\n"): one bare event of a stream
+    /// that is not chunked.
+    func readBareEvent() throws -> String {
+        while true {
+            if let end = Self.eventEnd(Array(available)) {
+                let text = String(decoding: buffer[start..<(start + end + 2)], as: UTF8.self)
+                start += end + 2
+                return text
+            }
+            guard try fill() else { throw ClientError("end of stream inside an event") }
         }
     }
 

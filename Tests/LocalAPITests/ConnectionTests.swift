@@ -70,6 +70,25 @@ struct ConnectionTests {
         #expect(try kept.readResponse().text == "1")
     }
 
+    @Test func idleConnectionsAreClosedButStreamsAndBusyOnesAreNot() throws {
+        let api = try APIFixture(idleTimeoutSeconds: 0.3)
+        defer { api.shutdown() }
+        let stream = try api.client()
+        _ = try stream.openStream("/idle.json")
+        #expect(try stream.nextEvent().json == ["path": "/", "data": nil])
+        let idle = try api.client()
+        try idle.send(RawClient.request("GET", "/idle.json"))
+        #expect(try idle.readResponse().status == 200)
+        // Nothing more on `idle`: the server closes it once the timeout has passed (the read
+        // below returns at end of stream, well within the client's 10 s read timeout).
+        let started = Date()
+        #expect(try idle.readToEnd().isEmpty)
+        #expect(Date().timeIntervalSince(started) >= 0.25)
+        // The event stream, just as quiet from its client, is still served.
+        _ = try api.call("PUT", "/idle.json", body: "7")
+        #expect(try stream.nextChange().json == ["path": "/", "data": 7])
+    }
+
     @Test func errorResponsesKeepTheConnectionWhenFramingIsSound() throws {
         let api = try APIFixture()
         defer { api.shutdown() }

@@ -33,6 +33,21 @@ struct StreamingTests {
         #expect(try root.nextEvent().json == ["path": "/", "data": ["room": ["topic": "Xin chào", "n": 1]]])
     }
 
+    @Test func anHTTP10ClientGetsBareEventsUntilTheConnectionCloses() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let listener = try api.client()
+        try listener.send("GET /old.json HTTP/1.0\r\nAccept: text/event-stream\r\nAuthorization: Bearer \(APIFixture.token)\r\n\r\n")
+        let head = try listener.readHead()
+        #expect(head.status == 200)
+        #expect(Self.header(head.headers, "Transfer-Encoding") == nil)
+        #expect(Self.header(head.headers, "Content-Length") == nil)
+        #expect(Self.header(head.headers, "Connection") == "close")
+        #expect(try listener.readBareEvent() == "event: put\ndata: {\"data\":null,\"path\":\"/\"}\n\n")
+        _ = try api.call("PUT", "/old.json", body: #"{"a":1}"#)
+        #expect(try listener.readBareEvent() == "event: put\ndata: {\"data\":{\"a\":1},\"path\":\"/\"}\n\n")
+    }
+
     @Test func writesBelowTheListenerArriveAsRelativePuts() throws {
         let api = try APIFixture()
         defer { api.shutdown() }
