@@ -19,7 +19,7 @@ enum NodeCommands {
             other lanchat commands on the same data directory reach it, so their writes are pushed at once.
             """,
         options: [
-            OptionSpec(name: "listen", valueName: "HOST:PORT", help: "Session address (default 0.0.0.0:0, a free port)."),
+            OptionSpec(name: "listen", valueName: "HOST:PORT", help: "Session address (default 0.0.0.0:0, a free port; 0.0.0.0 also listens on [::])."),
             OptionSpec(name: "api", valueName: "HOST:PORT", help: "Local API address (default 127.0.0.1:0, a free port)."),
             OptionSpec(name: "api-token", valueName: "TOKEN", help: "The API's bearer token (default: the one in the data directory)."),
             OptionSpec(name: "api-public", valueName: nil, help: "Allow an --api address other than loopback."),

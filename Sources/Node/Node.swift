@@ -27,6 +27,12 @@ public final class Node: @unchecked Sendable {
     var listener: TCPListener?
     var sessionSocket: UDPSocket?
     var discoverySocket: UDPSocket?
+    /// With an IPv4 wildcard listen address, the same port on `[::]` (NodeDualStack.swift);
+    /// nil where IPv6 is unavailable.
+    var listenerIPv6: TCPListener?
+    var sessionSocketIPv6: UDPSocket?
+    /// Beacons over IPv6 link-local multicast; nil where no interface has IPv6.
+    var discoverySocketIPv6: UDPSocket?
     var timers: [any Cancellable] = []
     var sessions: [ObjectIdentifier: SessionSlot] = [:]
     var discovered: [PublicKey: DiscoveredPeer] = [:]
@@ -73,6 +79,7 @@ public final class Node: @unchecked Sendable {
             let udp = try UDPSocket(bind: listenAddress, queue: queue)
             sessionSocket = udp
             udp.start { [self] bytes, from in receiveDatagram(bytes, from: from) }
+            listenOnIPv6Too()
             if config.discovery { try startDiscovery() }
             running = true
             timers.append(RepeatingTimer(interval: config.antiEntropyInterval, queue: queue) { [self] in antiEntropyTick() })
@@ -92,6 +99,9 @@ public final class Node: @unchecked Sendable {
             listener?.close()
             sessionSocket?.close()
             discoverySocket?.close()
+            listenerIPv6?.close()
+            sessionSocketIPv6?.close()
+            discoverySocketIPv6?.close()
         }
     }
 

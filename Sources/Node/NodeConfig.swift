@@ -9,10 +9,14 @@ public struct NodeConfig: Sendable {
     public var discovery = true
     /// UDP port beacons are sent to and heard on, shared by every node of a host.
     public var discoveryPort: UInt16 = 47777
-    /// Interfaces (by name, e.g. "lo", "eth0") that beacons use; empty means every IPv4 interface.
+    /// Interfaces (by name, e.g. "lo", "eth0") that beacons use; empty means every interface that
+    /// can multicast (IPv4, and IPv6 link-local).
     public var discoveryInterfaces: [String] = []
     /// The IPv4 multicast group of beacons.
     public var multicastGroup = "239.255.77.77"
+    /// The IPv6 link-local multicast group of beacons, sent on every interface with an IPv6
+    /// link-local address when the node also listens on IPv6 (Protocol.md §7).
+    public var multicastGroupIPv6 = "ff02::7777"
     /// Peers to keep a session with whether or not they are discovered (routed networks).
     public var manualPeers: [SocketAddress] = []
     /// Time between beacons; a peer unheard for three intervals is lost.

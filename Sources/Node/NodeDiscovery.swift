@@ -8,10 +8,27 @@ import Glibc
 #endif
 
 /// Discovery: sealed beacons to the multicast group and to each interface's broadcast address,
-/// heard on a port that every node of the host shares (SO_REUSEPORT).
+/// heard on a port that every node of the host shares (SO_REUSEPORT); and, where the node
+/// accepts sessions over IPv6, to the IPv6 link-local group on every link-local interface.
 extension Node {
+    /// Starts beacons on IPv4 and, where present, IPv6. Either family alone is enough: a LAN
+    /// may carry only one of them. Throws when neither can join its group on any interface.
     func startDiscovery() throws {
         dispatchPrecondition(condition: .onQueue(queue))
+        let ipv4 = try startDiscoveryIPv4()
+        let ipv6 = startDiscoveryIPv6()
+        guard ipv4 || ipv6 else {
+            discoverySocket?.close()
+            discoverySocket = nil
+            throw DiscoveryError.noInterface(config.discoveryInterfaces)
+        }
+        sendBeacon()
+        timers.append(RepeatingTimer(interval: config.beaconInterval, queue: queue) { [self] in sendBeacon() })
+    }
+
+    /// Binds the IPv4 discovery socket and joins the group; whether any interface joined. The
+    /// socket stays even when none did (IPv6 may carry discovery), hearing broadcast beacons.
+    private func startDiscoveryIPv4() throws -> Bool {
         let any = try SocketAddress(host: "0.0.0.0", port: config.discoveryPort)
         let socket = try UDPSocket(bind: any, queue: queue, reuseAddress: true, reusePort: true, broadcast: true)
         discoverySocket = socket
@@ -20,26 +37,55 @@ extension Node {
         for interface in discoveryInterfaces() {
             if (try? socket.joinMulticast(group: group, interfaceAddress: interface.address)) != nil { joined += 1 }
         }
-        guard joined > 0 else {
-            throw DiscoveryError.noInterface(config.discoveryInterfaces)
-        }
         socket.start { [self] bytes, from in receiveBeacon(bytes, from: from) }
-        sendBeacon()
-        timers.append(RepeatingTimer(interval: config.beaconInterval, queue: queue) { [self] in sendBeacon() })
+        return joined > 0
     }
 
-    /// Announces this node on every IPv4 interface: to the multicast group and the broadcast address.
+    /// Binds `[::]` at the discovery port (IPV6_V6ONLY, so IPv4 beacons are not heard twice) and
+    /// joins the IPv6 group on every link-local interface; whether any joined. No IPv6, no
+    /// link-local interface, a failed bind, or a node that cannot be dialled over IPv6: no
+    /// socket, and discovery is IPv4 only, silently.
+    private func startDiscoveryIPv6() -> Bool {
+        guard acceptsIPv6 else { return false }
+        let interfaces = discoveryInterfacesIPv6()
+        guard !interfaces.isEmpty,
+              let any = try? SocketAddress(host: "::", port: config.discoveryPort),
+              let group = try? SocketAddress(host: config.multicastGroupIPv6, port: config.discoveryPort),
+              let socket = try? UDPSocket(bind: any, queue: queue, reuseAddress: true, reusePort: true, v6Only: true)
+        else { return false }
+        var joined = 0
+        for interface in interfaces {
+            if (try? socket.joinMulticast(group: group, interfaceIndex: interface.index)) != nil { joined += 1 }
+        }
+        guard joined > 0 else {
+            socket.close()
+            return false
+        }
+        discoverySocketIPv6 = socket
+        socket.start { [self] bytes, from in receiveBeacon(bytes, from: from) }
+        return true
+    }
+
+    /// Announces this node on every IPv4 interface, to the multicast group and the broadcast
+    /// address, and on every IPv6 link-local interface, to the IPv6 group.
     func sendBeacon() {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let socket = discoverySocket else { return }
         let beacon = Beacon(author: identity.publicKey, instance: instance, port: listenAddress.port,
                             recordCount: UInt64(recordSet.count), fingerprint: recordSet.fingerprint)
         let datagram = Datagram.beacon(beacon).seal(key: datagramKey)
-        guard let group = try? SocketAddress(host: config.multicastGroup, port: config.discoveryPort) else { return }
-        for interface in discoveryInterfaces() {
-            if (try? socket.setMulticastInterface(interface.address)) != nil { try? socket.send(datagram, to: group) }
-            if let broadcast = interface.broadcast, let target = try? SocketAddress(host: broadcast.host, port: config.discoveryPort) {
-                try? socket.send(datagram, to: target)
+        if let socket = discoverySocket,
+           let group = try? SocketAddress(host: config.multicastGroup, port: config.discoveryPort) {
+            for interface in discoveryInterfaces() {
+                if (try? socket.setMulticastInterface(interface.address)) != nil { try? socket.send(datagram, to: group) }
+                if let broadcast = interface.broadcast, let target = try? SocketAddress(host: broadcast.host, port: config.discoveryPort) {
+                    try? socket.send(datagram, to: target)
+                }
+            }
+        }
+        if let socket = discoverySocketIPv6,
+           let group = try? SocketAddress(host: config.multicastGroupIPv6, port: config.discoveryPort) {
+            for interface in discoveryInterfacesIPv6() {
+                if (try? socket.setMulticastInterface(index: interface.index)) != nil { try? socket.send(datagram, to: group) }
             }
         }
     }
@@ -48,12 +94,19 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         guard case let .beacon(beacon)? = Datagram.open(bytes, key: datagramKey) else { return }
         if beacon.author == identity.publicKey && beacon.instance == instance { return }
-        guard let address = try? SocketAddress(host: source.host, port: beacon.port), !isBanned(source.host) else { return }
+        guard !isBanned(source.host) else { return }
+        // `withPort` keeps an IPv6 source's scope (its interface), without which a link-local
+        // address cannot be dialled.
+        let heard = source.withPort(beacon.port)
         let now = monotonicSeconds()
         lastHeard[beacon.author] = wallMillis()
         let known = discovered[beacon.author]
+        let address = DiscoveredPeer.address(known: known, heard: heard, instance: beacon.instance, now: now,
+                                             freshFor: 3 * config.beaconInterval.seconds)
+        let addressSeen = address == heard ? now : known?.addressSeen ?? now
         discovered[beacon.author] = DiscoveredPeer(author: beacon.author, instance: beacon.instance, address: address,
-                                                   lastSeen: now, recordCount: beacon.recordCount, fingerprint: beacon.fingerprint)
+                                                   lastSeen: now, recordCount: beacon.recordCount, fingerprint: beacon.fingerprint,
+                                                   addressSeen: addressSeen)
         if known == nil || known?.instance != beacon.instance {
             log("discovered \(describe(beacon.author)) at \(address) (\(beacon.recordCount) records)")
             sendBeacon()  // answer at once, so the newcomer learns of us without waiting
@@ -75,6 +128,13 @@ extension Node {
     /// The interfaces beacons use: all IPv4 ones, or those named in the configuration.
     func discoveryInterfaces() -> [Interfaces.IPv4] {
         let all = Interfaces.ipv4()
+        guard !config.discoveryInterfaces.isEmpty else { return all }
+        return all.filter { config.discoveryInterfaces.contains($0.name) }
+    }
+
+    /// The IPv6 link-local interfaces beacons use: all, or those named in the configuration.
+    func discoveryInterfacesIPv6() -> [Interfaces.IPv6LinkLocal] {
+        let all = Interfaces.ipv6LinkLocal()
         guard !config.discoveryInterfaces.isEmpty else { return all }
         return all.filter { config.discoveryInterfaces.contains($0.name) }
     }
@@ -142,14 +202,14 @@ extension DispatchTimeInterval {
 
 /// Discovery could not start.
 enum DiscoveryError: Error, CustomStringConvertible {
-    /// No usable IPv4 interface (or none of the named ones) could join the beacon group.
+    /// No usable interface (or none of the named ones) could join a beacon group, IPv4 or IPv6.
     case noInterface([String])
 
     var description: String {
         switch self {
         case let .noInterface(names):
-            return names.isEmpty ? "no IPv4 interface can join the discovery group"
-                : "none of the interfaces \(names.joined(separator: ", ")) is up with an IPv4 address"
+            return names.isEmpty ? "no interface can join the discovery group"
+                : "none of the interfaces \(names.joined(separator: ", ")) is up with an IPv4 or IPv6 link-local address"
         }
     }
 }

@@ -120,7 +120,7 @@ extension Node {
         relay(encodings, except: nil)
         for bytes in encodings where bytes.count <= config.datagramRecordBytes {
             let datagram = Datagram.push(bytes).seal(key: datagramKey)
-            for peer in discovered.values { try? sessionSocket?.send(datagram, to: peer.address) }
+            for peer in discovered.values { try? sessionSocket(for: peer.address)?.send(datagram, to: peer.address) }
         }
     }
 

@@ -8,11 +8,24 @@ import Transport
 struct DiscoveredPeer {
     let author: PublicKey
     var instance: [UInt8]
-    /// Session address: the beacon's source host and announced port.
+    /// Session address: the beacon's source host (with its scope, over IPv6) and announced port.
     var address: SocketAddress
     var lastSeen: Double
     var recordCount: UInt64
     var fingerprint: [UInt8]
+    /// When a beacon last came from `address` itself.
+    var addressSeen: Double
+
+    /// The session address to keep after a beacon of `instance` from `heard` (source host,
+    /// announced port). A peer heard over both IPv4 and IPv6 keeps its IPv4 address while IPv4
+    /// beacons keep arriving (within `freshFor` seconds), rather than flipping with every beacon;
+    /// IPv6 takes over when it is all that is heard, and a new instance starts afresh.
+    static func address(known: DiscoveredPeer?, heard: SocketAddress, instance: [UInt8],
+                        now: Double, freshFor: Double) -> SocketAddress {
+        guard let known, known.instance == instance, known.address.family == .ipv4, heard.family == .ipv6,
+              now - known.addressSeen <= freshFor else { return heard }
+        return known.address
+    }
 }
 
 /// One TCP connection and the session state machine that runs over it.

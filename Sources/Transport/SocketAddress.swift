@@ -64,6 +64,29 @@ public struct SocketAddress: Hashable, Sendable {
         }
     }
 
+    /// Whether this is an IPv6 link-local unicast address (fe80::/10), which
+    /// is only meaningful together with its scope (the interface index).
+    public var isLinkLocal: Bool {
+        guard case .v6 = ip else { return false }
+        return withUnsafeBytes(of: in6Address) { $0[0] == 0xFE && $0[1] & 0xC0 == 0x80 }
+    }
+
+    /// Whether this is the wildcard address (0.0.0.0 or ::), which binds
+    /// every local address of its family.
+    public var isUnspecified: Bool {
+        switch ip {
+        case .v4(let bits): return bits == 0
+        case .v6(let high, let low, _): return high == 0 && low == 0
+        }
+    }
+
+    /// The IPv6 scope (interface index) of a link-local address; 0 when
+    /// unscoped, and always 0 for IPv4.
+    public var scopeID: UInt32 {
+        guard case .v6(_, _, let scopeID) = ip else { return 0 }
+        return scopeID
+    }
+
     /// A copy with another port, e.g. to send to a group on a bound port.
     public func withPort(_ port: UInt16) -> SocketAddress {
         SocketAddress(ip: ip, port: port)

@@ -19,6 +19,14 @@ enum SocketCalls {
         _ = try syscall(call) { setsockopt(fd, level, name, &value, size) }
     }
 
+    /// `setsockopt` with an `ipv6_mreq`, which Swift does not see as BitwiseCopyable (its
+    /// `in6_addr` holds a C union) although it is plain bytes like every other option value.
+    static func setOption(_ fd: Int32, level: Int32, name: Int32, membership: ipv6_mreq, call: String) throws(SocketError) {
+        _ = try syscall(call) {
+            withUnsafeBytes(of: membership) { setsockopt(fd, level, name, $0.baseAddress, socklen_t($0.count)) }
+        }
+    }
+
     /// Reads an integer-valued option such as SO_ERROR.
     static func intOption(_ fd: Int32, level: Int32, name: Int32, call: String) throws(SocketError) -> Int32 {
         var value: Int32 = 0
@@ -66,6 +74,14 @@ enum SocketCalls {
             }
         }
         return try SocketAddress(storage: storage)
+    }
+
+    /// IPV6_V6ONLY: an IPv6 socket that neither accepts nor sends IPv4-mapped
+    /// traffic. Linux's default (net.ipv6.bindv6only=0) is dual-stack, under
+    /// which `[::]:port` would also take `0.0.0.0:port`. Set before `bind`.
+    static func setV6Only(_ fd: Int32) throws(SocketError) {
+        try setOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, value: Int32(1),
+                      call: "setsockopt(IPV6_V6ONLY)")
     }
 
     /// Disables Nagle's algorithm. Chat records are small and latency matters

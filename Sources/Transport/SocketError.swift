@@ -20,7 +20,8 @@ public enum SocketError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidAddress(String)
 
     /// The request is valid in general but not supported here (for example
-    /// IPv6 multicast groups, or an address family other than IPv4/IPv6).
+    /// an IPv6 group given to the IPv4-only multicast calls, or an address
+    /// family other than IPv4/IPv6).
     case unsupported(String)
 
     /// The socket was already closed with `close()`.

@@ -30,9 +30,15 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Binds and listens. SO_REUSEADDR is set so a restarted node can take
     /// its port back while old connections sit in TIME_WAIT.
-    public init(bind address: SocketAddress, queue: DispatchQueue, backlog: Int32 = 128) throws(SocketError) {
+    ///
+    /// With `v6Only` (IPv6 addresses only) IPV6_V6ONLY is set, so a listener
+    /// on `[::]` takes the IPv6 port alone and an IPv4 listener can hold the
+    /// same port number on `0.0.0.0`.
+    public init(bind address: SocketAddress, queue: DispatchQueue, backlog: Int32 = 128,
+                v6Only: Bool = false) throws(SocketError) {
         let fd = try SocketCalls.open(family: address.protocolFamily, type: SOCK_STREAM)
         do throws(SocketError) {
+            if v6Only, address.family == .ipv6 { try SocketCalls.setV6Only(fd) }
             try SocketCalls.setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, value: Int32(1),
                                       call: "setsockopt(SO_REUSEADDR)")
             try SocketCalls.bind(fd, to: address)

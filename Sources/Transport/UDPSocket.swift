@@ -40,15 +40,20 @@ public final class UDPSocket: @unchecked Sendable {
     ///     same discovery port and each receive multicast sent to it. Every
     ///     socket sharing the port must set it, and be owned by the same user.
     ///   - broadcast: SO_BROADCAST, required to send to broadcast addresses.
+    ///   - v6Only: IPV6_V6ONLY (IPv6 addresses only), so a socket on `[::]`
+    ///     hears IPv6 alone and can share its port with an IPv4 socket on
+    ///     `0.0.0.0` instead of hearing every IPv4 datagram a second time.
     public init(
         bind address: SocketAddress,
         queue: DispatchQueue,
         reuseAddress: Bool = true,
         reusePort: Bool = false,
-        broadcast: Bool = false
+        broadcast: Bool = false,
+        v6Only: Bool = false
     ) throws(SocketError) {
         let fd = try SocketCalls.open(family: address.protocolFamily, type: SOCK_DGRAM)
         do throws(SocketError) {
+            if v6Only, address.family == .ipv6 { try SocketCalls.setV6Only(fd) }
             if reuseAddress {
                 try SocketCalls.setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, value: Int32(1),
                                           call: "setsockopt(SO_REUSEADDR)")

@@ -1,7 +1,7 @@
 import Glibc
 
 extension UDPSocket {
-    /// Joins an IPv4 multicast group so datagrams sent to it are delivered to
+    /// Joins an IPv4 multicast group (for IPv6 see `joinMulticast(group:interfaceIndex:)`) so datagrams sent to it are delivered to
     /// this socket. Call on `queue`.
     ///
     /// Also turns multicast loopback on (other nodes on this host must hear
@@ -50,7 +50,7 @@ extension UDPSocket {
 
     private static func ipv4(_ address: SocketAddress, role: String) throws(SocketError) -> in_addr {
         guard case .v4(let bits) = address.ip else {
-            throw .unsupported("IPv6 \(role) (only IPv4 multicast is implemented)")
+            throw .unsupported("IPv6 \(role) by address (IPv6 multicast takes an interface index)")
         }
         return in_addr(s_addr: bits)
     }

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# Discovery and sync over IPv6 alone: three hosts in network namespaces on one bridge, where
+# every IPv4 beacon (multicast and broadcast) is dropped by nftables and one host has no IPv4
+# address at all. The nodes must find each other by IPv6 link-local multicast, hold sessions
+# to each other's fe80:: addresses, and pass messages (by session and by pushed datagram).
+#
+# Usage: Tools/netns-ipv6.sh [path/to/lanchat]      (default .build/debug/lanchat; needs root)
+#
+# Topology: a "switch" namespace holding a bridge, and hosts lanchat-v6-h1..h3, each with lo and
+# one veth (tb0) on the bridge; h1 and h2 also have 10.231.78.N/24 there, h3 only its link-local
+# address. Nodes listen on 0.0.0.0:7000 (so also on [::]:7000) and beacon only on tb0.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "netns ipv6: skipped: needs root (network namespaces, bridges, nftables)"
+    exit 0
+fi
+LANCHAT=${1:-.build/debug/lanchat}
+[ -x "$LANCHAT" ] || { echo "netns ipv6: no lanchat binary at $LANCHAT (build it first)" >&2; exit 1; }
+LANCHAT=$(realpath "$LANCHAT")
+command -v ip >/dev/null || { echo "netns ipv6: needs ip (iproute2)" >&2; exit 1; }
+if ! command -v nft >/dev/null; then
+    echo "netns ipv6: installing nftables" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; } >/dev/null 2>&1
+    command -v nft >/dev/null || { echo "netns ipv6: needs nft (apt-get install nftables)" >&2; exit 1; }
+fi
+command -v python3 >/dev/null || { echo "netns ipv6: needs python3 (for JSON)" >&2; exit 1; }
+
+PREFIX=lanchat-v6
+SWITCH=$PREFIX-sw
+SUBNET=10.231.78
+PORT=7000
+HOSTS=(1 2 3)
+WITH_IPV4=(1 2)           # h3 has no IPv4 address
+NAMES=("" "Alice Smith" "박준영" "Nguyễn Văn An")
+DEADLINE=${NETNS_IPV6_DEADLINE:-60}   # seconds allowed per wait
+
+# One run at a time: the namespace names are fixed. Node processes do not inherit the lock.
+exec 9>/run/lock/lanchat-netns-ipv6.lock
+flock -w 900 9 || { echo "netns ipv6: another run holds /run/lock/lanchat-netns-ipv6.lock" >&2; exit 1; }
+
+hostns() { echo "$PREFIX-h$1"; }
+
+# Removes this script's namespaces, first ending the processes inside them by pid (only nodes
+# this script started run there).
+teardown_namespaces() {
+    local ns pids
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX-"); do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        if [ -n "$pids" ]; then
+            kill -TERM $pids 2>/dev/null
+            for _ in $(seq 50); do
+                pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] && break; sleep 0.1
+            done
+            [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+        fi
+        ip netns del "$ns" 2>/dev/null
+    done
+}
+teardown_namespaces   # leftovers of an aborted run
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/lanchat-netns-ipv6.XXXXXX")
+declare -A PID=()
+passed=0 failed=0
+
+cleanup() {
+    local n
+    for n in "${!PID[@]}"; do kill -TERM "${PID[$n]}" 2>/dev/null; done
+    wait 2>/dev/null
+    teardown_namespaces
+    if [ "$failed" -eq 0 ] && [ -z "${interrupted:-}" ] && [ -z "${NETNS_IPV6_KEEP:-}" ]; then
+        rm -rf "$work"
+    else
+        echo "netns ipv6: logs and data kept in $work" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'interrupted=1; exit 130' INT TERM
+
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+
+# until_true SECONDS COMMAND...: poll a condition every 0.2 s until it holds or the deadline passes.
+until_true() {
+    local end
+    end=$(awk -v a="$EPOCHREALTIME" -v s="$1" 'BEGIN { printf "%.3f", a + s }'); shift
+    while ! "$@"; do
+        awk -v a="$EPOCHREALTIME" -v e="$end" 'BEGIN { exit !(a >= e) }' && return 1
+        sleep 0.2
+    done
+}
+
+check() {  # check OK NAME DETAIL
+    if [ "$1" -eq 0 ]; then
+        passed=$((passed + 1)); echo "ok   $2${3:+ ($3)}"
+    else
+        failed=$((failed + 1)); echo "FAIL $2${3:+ ($3)}"; show_logs
+    fi
+}
+show_logs() {
+    local n
+    for n in "${HOSTS[@]}"; do
+        echo "--- h$n log (last 15 lines):" >&2
+        tail -n 15 "$work/h$n.log" 2>/dev/null | sed 's/^/    /' >&2
+    done
+}
+
+# lc N COMMAND ARGS...: a lanchat command on node N's data directory, inside its namespace.
+lc() { local n=$1 cmd=$2; shift 2; ip netns exec "$(hostns "$n")" "$LANCHAT" "$cmd" --data "$work/h$n" "$@"; }
+
+# ---------------------------------------------------------------------------------------------
+setup_lan() {
+    local n ns
+    ip netns add "$SWITCH" || return 1
+    ip -n "$SWITCH" link set lo up
+    # No multicast snooping: the bridge floods multicast like a plain switch, no MLD querier needed.
+    ip -n "$SWITCH" link add br0 type bridge mcast_snooping 0 || return 1
+    ip -n "$SWITCH" link set br0 up
+    for n in "${HOSTS[@]}"; do
+        ns=$(hostns "$n")
+        ip netns add "$ns" || return 1
+        # IPv6 on, whatever the host's defaults: before the veth arrives (default) and on it.
+        ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0 || return 1
+        ip -n "$ns" link set lo up
+        ip -n "$SWITCH" link add "port$n" type veth peer name tb0 netns "$ns" || return 1
+        ip -n "$SWITCH" link set "port$n" master br0 up
+        ip netns exec "$ns" sysctl -qw net.ipv6.conf.tb0.disable_ipv6=0 || return 1
+        if [[ " ${WITH_IPV4[*]} " == *" $n "* ]]; then
+            ip -n "$ns" addr add "$SUBNET.$n/24" brd + dev tb0
+            ip -n "$ns" route add 224.0.0.0/4 dev tb0 2>/dev/null
+        fi
+        ip -n "$ns" link set tb0 up
+        # Every IPv4 beacon is dropped, multicast and broadcast: only IPv6 can discover. The
+        # counters show that IPv4 beacons did arrive (and were dropped), and IPv6 ones too, and
+        # how many pushed records came as IPv6 datagrams to the session port.
+        ip netns exec "$ns" nft -f - <<EOF || return 1
+table inet lanchat_v6 {
+    chain input {
+        type filter hook input priority 0; policy accept;
+        meta nfproto ipv4 udp dport 47777 meta pkttype broadcast counter drop
+        meta nfproto ipv4 udp dport 47777 meta pkttype multicast counter drop
+        meta nfproto ipv6 udp dport 47777 meta pkttype multicast counter
+        meta nfproto ipv6 udp dport $PORT counter
+    }
+}
+EOF
+    done
+}
+
+# dad_done N: node N's veth has a link-local address that passed duplicate address detection
+# (an address still "tentative" cannot be a source, so beacons would not leave yet).
+dad_done() {
+    local out
+    out=$(ip -n "$(hostns "$1")" -6 addr show dev tb0 scope link 2>/dev/null)
+    [[ "$out" == *"inet6 fe80:"* ]] && [[ "$out" != *tentative* ]]
+}
+
+start_node() {  # start_node N
+    local n=$1
+    ip netns exec "$(hostns "$n")" "$LANCHAT" run --data "$work/h$n" --listen "0.0.0.0:$PORT" \
+        --discovery-interface tb0 >/dev/null 2>>"$work/h$n.log" 9>&- &
+    PID[$n]=$!
+}
+node_answers() { lc "$1" status --json >/dev/null 2>&1; }
+
+# peers N: "USERID ADDRESS" of every peer node N has a session with or hears, sorted.
+peers() {
+    lc "$1" status --json 2>/dev/null | python3 -c '
+import json, sys
+status = json.load(sys.stdin)
+print("\n".join(sorted(p["userID"] + " " + p["address"] for p in status["peers"] if p["discovered"] or p["connected"])))'
+}
+others_of() { local m; for m in "${HOSTS[@]}"; do [ "$m" == "$1" ] || cat "$work/h$m.id"; done | sort; }
+# Every node has every other as a peer, each at a scoped link-local address on the session port.
+all_see_the_others_over_ipv6() {
+    local n list
+    for n in "${HOSTS[@]}"; do
+        list=$(peers "$n")
+        [ "$(cut -d' ' -f1 <<<"$list")" == "$(others_of "$n")" ] || return 1
+        [ -z "$(grep -v " \[fe80::[0-9a-f:]*%[0-9]*\]:$PORT\$" <<<"$list")" ] || return 1
+    done
+}
+
+: >"$work/expected"
+tokens_of() { lc "$1" messages general 2>/dev/null | grep -o 'v6-[a-z0-9-]*' | sort; }
+converged() {
+    local n
+    for n in "${HOSTS[@]}"; do cmp -s <(tokens_of "$n") <(sort "$work/expected") || return 1; done
+}
+
+nft_counter() {  # nft_counter N PATTERN: packets counted by the rules matching PATTERN
+    ip netns exec "$(hostns "$1")" nft list table inet lanchat_v6 2>/dev/null |
+        grep -- "$2" | grep -o 'packets [0-9]*' | awk '{s += $2} END {print s + 0}'
+}
+total() { local n sum=0; for n in "${HOSTS[@]}"; do sum=$((sum + $(nft_counter "$n" "$1"))); done; echo "$sum"; }
+
+# ---------------------------------------------------------------------------------------------
+echo "netns ipv6: $LANCHAT, work dir $work"
+if ! setup_lan >"$work/setup.log" 2>&1; then
+    cat "$work/setup.log" >&2
+    failed=$((failed + 1)); echo "FAIL setting up the namespaces"
+    echo "netns ipv6: $passed passed, $failed failed"; exit 1
+fi
+t=$EPOCHREALTIME
+ok=0
+for n in "${HOSTS[@]}"; do until_true 30 dad_done "$n" || ok=1; done
+[ "$ok" -eq 0 ] || for n in "${HOSTS[@]}"; do ip -n "$(hostns "$n")" -6 addr show dev tb0 >&2; done
+check "$ok" "0 every veth has a link-local address past DAD" "$(elapsed "$t") s"
+[ "$ok" -eq 0 ] || { echo "netns ipv6: $passed passed, $failed failed"; exit 1; }
+
+for n in "${HOSTS[@]}"; do
+    lc "$n" init --name "${NAMES[$n]}" >"$work/h$n.id" || { failed=$((failed + 1)); echo "FAIL init h$n"; }
+done
+for n in "${HOSTS[@]}"; do start_node "$n"; done
+for n in "${HOSTS[@]}"; do
+    until_true 20 node_answers "$n" || { failed=$((failed + 1)); echo "FAIL node h$n did not start"; show_logs; }
+done
+
+# 1. Discovery by IPv6 link-local multicast alone.
+t=$EPOCHREALTIME
+until_true "$DEADLINE" all_see_the_others_over_ipv6; ok=$?
+took=$(elapsed "$t")
+v4_dropped=$(total 'nfproto ipv4'); v6_heard=$(total 'nfproto ipv6 udp dport 47777')
+[ "$ok" -eq 0 ] && [ "$v6_heard" -gt 0 ] && [ "$v4_dropped" -gt 0 ] || ok=1
+[ "$ok" -eq 0 ] || for n in "${HOSTS[@]}"; do echo "    h$n peers: $(peers "$n" | tr '\n' ';')" >&2; done
+check "$ok" "1 discovery over IPv6 alone: each node has the other 2 as peers at fe80:: addresses" \
+    "${took} s; $v6_heard IPv6 beacons heard, $v4_dropped IPv4 beacons dropped"
+
+# 2. One message from each node reaches all, by sessions and datagrams over IPv6.
+t=$EPOCHREALTIME
+for n in "${HOSTS[@]}"; do
+    lc "$n" send general "v6-hello-from-h$n" >/dev/null && echo "v6-hello-from-h$n" >>"$work/expected"
+done
+until_true "$DEADLINE" converged; ok=$?
+took=$(elapsed "$t")
+pushes=$(total "nfproto ipv6 udp dport $PORT")
+[ "$ok" -eq 0 ] || for n in "${HOSTS[@]}"; do echo "    h$n holds: $(tokens_of "$n" | tr '\n' ' ')" >&2; done
+check "$ok" "2 a message from each node is read on the other 2" "${took} s"
+
+# 3. The sessions ran over IPv6 link-local, and pushed records went as IPv6 datagrams.
+sessions=$(cat "$work"/h*.log | grep -c 'connected to .* at \[fe80::')
+[ "$sessions" -gt 0 ] && [ "$pushes" -gt 0 ]
+check $? "3 sessions and pushed records went over IPv6" "$sessions session lines at fe80::, $pushes datagrams to [::]:$PORT"
+
+# No node crashed, broke the protocol, failed to dial or fell back to IPv4 only.
+dead=""
+for n in "${HOSTS[@]}"; do kill -0 "${PID[$n]:-0}" 2>/dev/null || dead+=" h$n"; done
+check "$([ -z "$dead" ]; echo $?)" "every node is still running" "${dead:+exited:$dead}"
+if grep -hE 'ignoring it for|could not store|could not connect|IPv4 only' "$work"/h*.log >"$work/problems"; then
+    sed 's/^/    /' "$work/problems" | head -n 20 >&2
+    check 1 "no protocol violations, failed dials or store errors in the logs" "$(wc -l <"$work/problems") lines"
+else
+    check 0 "no protocol violations, failed dials or store errors in the logs"
+fi
+
+echo "netns ipv6: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
