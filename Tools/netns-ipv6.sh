@@ -12,118 +12,25 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "netns ipv6: skipped: needs root (network namespaces, bridges, nftables)"
-    exit 0
-fi
-LANCHAT=${1:-.build/debug/lanchat}
-[ -x "$LANCHAT" ] || { echo "netns ipv6: no lanchat binary at $LANCHAT (build it first)" >&2; exit 1; }
-LANCHAT=$(realpath "$LANCHAT")
-command -v ip >/dev/null || { echo "netns ipv6: needs ip (iproute2)" >&2; exit 1; }
-if ! command -v nft >/dev/null; then
-    echo "netns ipv6: installing nftables" >&2
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; } >/dev/null 2>&1
-    command -v nft >/dev/null || { echo "netns ipv6: needs nft (apt-get install nftables)" >&2; exit 1; }
-fi
-command -v python3 >/dev/null || { echo "netns ipv6: needs python3 (for JSON)" >&2; exit 1; }
-
+LABEL="netns ipv6"
 PREFIX=lanchat-v6
-SWITCH=$PREFIX-sw
 SUBNET=10.231.78
 PORT=7000
 HOSTS=(1 2 3)
 WITH_IPV4=(1 2)           # h3 has no IPv4 address
 NAMES=("" "Alice Smith" "박준영" "Nguyễn Văn An")
 DEADLINE=${NETNS_IPV6_DEADLINE:-60}   # seconds allowed per wait
-
-# One run at a time: the namespace names are fixed. Node processes do not inherit the lock.
-exec 9>/run/lock/lanchat-netns-ipv6.lock
-flock -w 900 9 || { echo "netns ipv6: another run holds /run/lock/lanchat-netns-ipv6.lock" >&2; exit 1; }
-
-hostns() { echo "$PREFIX-h$1"; }
-
-# Removes this script's namespaces, first ending the processes inside them by pid (only nodes
-# this script started run there).
-teardown_namespaces() {
-    local ns pids
-    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX-"); do
-        pids=$(ip netns pids "$ns" 2>/dev/null)
-        if [ -n "$pids" ]; then
-            kill -TERM $pids 2>/dev/null
-            for _ in $(seq 50); do
-                pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] && break; sleep 0.1
-            done
-            [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-        fi
-        ip netns del "$ns" 2>/dev/null
-    done
-}
-teardown_namespaces   # leftovers of an aborted run
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/lanchat-netns-ipv6.XXXXXX")
-declare -A PID=()
-passed=0 failed=0
-
-cleanup() {
-    local n
-    for n in "${!PID[@]}"; do kill -TERM "${PID[$n]}" 2>/dev/null; done
-    wait 2>/dev/null
-    teardown_namespaces
-    if [ "$failed" -eq 0 ] && [ -z "${interrupted:-}" ] && [ -z "${NETNS_IPV6_KEEP:-}" ]; then
-        rm -rf "$work"
-    else
-        echo "netns ipv6: logs and data kept in $work" >&2
-    fi
-}
-trap cleanup EXIT
-trap 'interrupted=1; exit 130' INT TERM
-
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
-
-# until_true SECONDS COMMAND...: poll a condition every 0.2 s until it holds or the deadline passes.
-until_true() {
-    local end
-    end=$(awk -v a="$EPOCHREALTIME" -v s="$1" 'BEGIN { printf "%.3f", a + s }'); shift
-    while ! "$@"; do
-        awk -v a="$EPOCHREALTIME" -v e="$end" 'BEGIN { exit !(a >= e) }' && return 1
-        sleep 0.2
-    done
-}
-
-check() {  # check OK NAME DETAIL
-    if [ "$1" -eq 0 ]; then
-        passed=$((passed + 1)); echo "ok   $2${3:+ ($3)}"
-    else
-        failed=$((failed + 1)); echo "FAIL $2${3:+ ($3)}"; show_logs
-    fi
-}
-show_logs() {
-    local n
-    for n in "${HOSTS[@]}"; do
-        echo "--- h$n log (last 15 lines):" >&2
-        tail -n 15 "$work/h$n.log" 2>/dev/null | sed 's/^/    /' >&2
-    done
-}
-
-# lc N COMMAND ARGS...: a lanchat command on node N's data directory, inside its namespace.
-lc() { local n=$1 cmd=$2; shift 2; ip netns exec "$(hostns "$n")" "$LANCHAT" "$cmd" --data "$work/h$n" "$@"; }
+source Tools/netns-harness.sh "$@"
 
 # ---------------------------------------------------------------------------------------------
 setup_lan() {
     local n ns
-    ip netns add "$SWITCH" || return 1
-    ip -n "$SWITCH" link set lo up
-    # No multicast snooping: the bridge floods multicast like a plain switch, no MLD querier needed.
-    ip -n "$SWITCH" link add br0 type bridge mcast_snooping 0 || return 1
-    ip -n "$SWITCH" link set br0 up
+    add_switch || return 1
     for n in "${HOSTS[@]}"; do
         ns=$(hostns "$n")
-        ip netns add "$ns" || return 1
-        # IPv6 on, whatever the host's defaults: before the veth arrives (default) and on it.
+        add_host "$n" || return 1
+        # IPv6 on, whatever the host's defaults (everywhere and on the veth).
         ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0 || return 1
-        ip -n "$ns" link set lo up
-        ip -n "$SWITCH" link add "port$n" type veth peer name tb0 netns "$ns" || return 1
-        ip -n "$SWITCH" link set "port$n" master br0 up
         ip netns exec "$ns" sysctl -qw net.ipv6.conf.tb0.disable_ipv6=0 || return 1
         if [[ " ${WITH_IPV4[*]} " == *" $n "* ]]; then
             ip -n "$ns" addr add "$SUBNET.$n/24" brd + dev tb0
@@ -161,7 +68,6 @@ start_node() {  # start_node N
         --discovery-interface tb0 >/dev/null 2>>"$work/h$n.log" 9>&- &
     PID[$n]=$!
 }
-node_answers() { lc "$1" status --json >/dev/null 2>&1; }
 
 # peers N: "USERID ADDRESS" of every peer node N has a session with or hears, sorted.
 peers() {
@@ -170,7 +76,6 @@ import json, sys
 status = json.load(sys.stdin)
 print("\n".join(sorted(p["userID"] + " " + p["address"] for p in status["peers"] if p["discovered"] or p["connected"])))'
 }
-others_of() { local m; for m in "${HOSTS[@]}"; do [ "$m" == "$1" ] || cat "$work/h$m.id"; done | sort; }
 # Every node has every other as a peer, each at a scoped link-local address on the session port.
 all_see_the_others_over_ipv6() {
     local n list
@@ -188,19 +93,11 @@ converged() {
     for n in "${HOSTS[@]}"; do cmp -s <(tokens_of "$n") <(sort "$work/expected") || return 1; done
 }
 
-nft_counter() {  # nft_counter N PATTERN: packets counted by the rules matching PATTERN
-    ip netns exec "$(hostns "$1")" nft list table inet lanchat_v6 2>/dev/null |
-        grep -- "$2" | grep -o 'packets [0-9]*' | awk '{s += $2} END {print s + 0}'
-}
-total() { local n sum=0; for n in "${HOSTS[@]}"; do sum=$((sum + $(nft_counter "$n" "$1"))); done; echo "$sum"; }
+# total PATTERN: packets counted by the rules matching PATTERN, over all hosts.
+total() { local n sum=0; for n in "${HOSTS[@]}"; do sum=$((sum + $(nft_counter "$n" lanchat_v6 "$1"))); done; echo "$sum"; }
 
 # ---------------------------------------------------------------------------------------------
-echo "netns ipv6: $LANCHAT, work dir $work"
-if ! setup_lan >"$work/setup.log" 2>&1; then
-    cat "$work/setup.log" >&2
-    failed=$((failed + 1)); echo "FAIL setting up the namespaces"
-    echo "netns ipv6: $passed passed, $failed failed"; exit 1
-fi
+run_setup setup_lan
 t=$EPOCHREALTIME
 ok=0
 for n in "${HOSTS[@]}"; do until_true 30 dad_done "$n" || ok=1; done
@@ -208,13 +105,7 @@ for n in "${HOSTS[@]}"; do until_true 30 dad_done "$n" || ok=1; done
 check "$ok" "0 every veth has a link-local address past DAD" "$(elapsed "$t") s"
 [ "$ok" -eq 0 ] || { echo "netns ipv6: $passed passed, $failed failed"; exit 1; }
 
-for n in "${HOSTS[@]}"; do
-    lc "$n" init --name "${NAMES[$n]}" >"$work/h$n.id" || { failed=$((failed + 1)); echo "FAIL init h$n"; }
-done
-for n in "${HOSTS[@]}"; do start_node "$n"; done
-for n in "${HOSTS[@]}"; do
-    until_true 20 node_answers "$n" || { failed=$((failed + 1)); echo "FAIL node h$n did not start"; show_logs; }
-done
+init_and_start
 
 # 1. Discovery by IPv6 link-local multicast alone.
 t=$EPOCHREALTIME

@@ -13,127 +13,23 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "netns testbed: skipped: needs root (network namespaces, bridges, nftables)"
-    exit 0
-fi
-LANCHAT=${1:-.build/debug/lanchat}
-[ -x "$LANCHAT" ] || { echo "netns testbed: no lanchat binary at $LANCHAT (build it first)" >&2; exit 1; }
-LANCHAT=$(realpath "$LANCHAT")
-command -v ip >/dev/null || { echo "netns testbed: needs ip (iproute2)" >&2; exit 1; }
-if ! command -v nft >/dev/null; then
-    echo "netns testbed: installing nftables" >&2
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; } >/dev/null 2>&1
-    command -v nft >/dev/null || { echo "netns testbed: needs nft (apt-get install nftables)" >&2; exit 1; }
-fi
-command -v python3 >/dev/null || { echo "netns testbed: needs python3 (for sqlite3)" >&2; exit 1; }
-
+LABEL="netns testbed"
 PREFIX=lanchat-tb
-SWITCH=$PREFIX-sw
 SUBNET=10.231.77
 PORT=7000
 HOSTS=(1 2 3 4 5)
 NAMES=("" "Nguyễn Văn An" "Alice Smith" "박준영" "Omar Haddad" "Ingrid Berg")
 DEADLINE=${NETNS_TESTBED_DEADLINE:-60}   # seconds allowed per wait
-
-# One run at a time: the namespace names are fixed. Node processes do not inherit the lock.
-exec 9>/run/lock/lanchat-netns-testbed.lock
-flock -w 900 9 || { echo "netns testbed: another run holds /run/lock/lanchat-netns-testbed.lock" >&2; exit 1; }
-
-hostns() { echo "$PREFIX-h$1"; }
-
-# Removes the namespaces of this testbed, first ending the processes still inside them (by pid:
-# only nodes this script started run there).
-teardown_namespaces() {
-    local ns pids
-    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX-"); do
-        pids=$(ip netns pids "$ns" 2>/dev/null)
-        if [ -n "$pids" ]; then
-            kill -TERM $pids 2>/dev/null
-            for _ in $(seq 50); do
-                pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] && break; sleep 0.1
-            done
-            [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-        fi
-        ip netns del "$ns" 2>/dev/null
-    done
-}
-teardown_namespaces   # leftovers of an aborted run
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/lanchat-netns.XXXXXX")
-declare -A PID=()
-passed=0 failed=0
-started=$EPOCHREALTIME
-
-cleanup() {
-    local n
-    for n in "${!PID[@]}"; do kill -TERM "${PID[$n]}" 2>/dev/null; done
-    for n in "${!PID[@]}"; do wait_exit "${PID[$n]}" 5 || kill -KILL "${PID[$n]}" 2>/dev/null; done
-    wait 2>/dev/null
-    teardown_namespaces
-    if [ "$failed" -eq 0 ] && [ "${setup_ok:-0}" -eq 1 ] && [ -z "${interrupted:-}" ] &&
-       [ -z "${NETNS_TESTBED_KEEP:-}" ]; then
-        rm -rf "$work"
-    else
-        echo "netns testbed: logs and data kept in $work" >&2
-    fi
-}
-trap cleanup EXIT
-trap 'interrupted=1; exit 130' INT TERM
-
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
-
-# wait_exit PID SECONDS: wait until the process has ended.
-wait_exit() {
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-    ! kill -0 "$1" 2>/dev/null
-}
-
-# until_true SECONDS COMMAND...: poll a condition every 0.2 s until it holds or the deadline passes.
-until_true() {
-    local end
-    end=$(awk -v a="$EPOCHREALTIME" -v s="$1" 'BEGIN { printf "%.3f", a + s }'); shift
-    while ! "$@"; do
-        awk -v a="$EPOCHREALTIME" -v e="$end" 'BEGIN { exit !(a >= e) }' && return 1
-        sleep 0.2
-    done
-}
-
-# check OK NAME DETAIL: one report line per check.
-check() {
-    if [ "$1" -eq 0 ]; then
-        passed=$((passed + 1)); echo "ok   $2${3:+ ($3)}"
-    else
-        failed=$((failed + 1)); echo "FAIL $2${3:+ ($3)}"; show_logs
-    fi
-}
-show_logs() {
-    local n
-    for n in "${HOSTS[@]}"; do
-        echo "--- h$n log (last 15 lines):" >&2
-        tail -n 15 "$work/h$n.log" 2>/dev/null | sed 's/^/    /' >&2
-    done
-}
-
-# lc N COMMAND ARGS...: a lanchat command on node N's data directory, inside its namespace.
-lc() { local n=$1 cmd=$2; shift 2; ip netns exec "$(hostns "$n")" "$LANCHAT" "$cmd" --data "$work/h$n" "$@"; }
+source Tools/netns-harness.sh "$@"
 
 # ---------------------------------------------------------------------------------------------
 # The virtual LAN.
 setup_lan() {
     local n ns
-    ip netns add "$SWITCH" || return 1
-    ip -n "$SWITCH" link set lo up
-    # No IGMP snooping: the bridge floods multicast like a plain switch, with no querier needed.
-    ip -n "$SWITCH" link add br0 type bridge mcast_snooping 0 || return 1
-    ip -n "$SWITCH" link set br0 up
+    add_switch || return 1
     for n in "${HOSTS[@]}"; do
         ns=$(hostns "$n")
-        ip netns add "$ns" || return 1
-        ip -n "$ns" link set lo up
-        ip -n "$SWITCH" link add "port$n" type veth peer name tb0 netns "$ns" || return 1
-        ip -n "$SWITCH" link set "port$n" master br0 up
+        add_host "$n" || return 1
         ip -n "$ns" addr add "$SUBNET.$n/24" brd + dev tb0
         ip -n "$ns" link set tb0 up
         ip -n "$ns" route add 224.0.0.0/4 dev tb0
@@ -158,7 +54,6 @@ start_node() {  # start_node N
         --discovery-interface tb0 >/dev/null 2>>"$work/h$n.log" 9>&- &
     PID[$n]=$!
 }
-node_answers() { lc "$1" status --json >/dev/null 2>&1; }
 
 stop_node() {  # stop_node N SIGNAL
     local n=$1
@@ -180,7 +75,6 @@ heard_only = sys.argv[1] == "heard"
 ids = [p["userID"] for p in status["peers"] if p["discovered"] or (p["connected"] and not heard_only)]
 print("\n".join(sorted(ids)))' "$2"
 }
-others_of() { local m; for m in "${HOSTS[@]}"; do [ "$m" == "$1" ] || cat "$work/h$m.id"; done | sort; }
 heard_count() { peer_ids "$1" heard | grep -c .; }
 
 all_see_the_others() {
@@ -238,26 +132,9 @@ print(" ".join(row[0] for row in db.execute("PRAGMA integrity_check")))
 PY
 }
 
-nft_counter() {  # nft_counter N TABLE PATTERN: packets counted by the rule matching PATTERN
-    ip netns exec "$(hostns "$1")" nft list table inet "$2" 2>/dev/null |
-        grep -- "$3" | grep -o 'packets [0-9]*' | awk '{s += $2} END {print s + 0}'
-}
-
 # ---------------------------------------------------------------------------------------------
-echo "netns testbed: $LANCHAT, work dir $work"
-if ! setup_lan >"$work/setup.log" 2>&1; then
-    cat "$work/setup.log" >&2
-    failed=$((failed + 1)); echo "FAIL setting up the namespaces"
-    echo "netns testbed: $passed passed, $failed failed"; exit 1
-fi
-for n in "${HOSTS[@]}"; do
-    lc "$n" init --name "${NAMES[$n]}" >"$work/h$n.id" || { failed=$((failed + 1)); echo "FAIL init h$n"; }
-done
-for n in "${HOSTS[@]}"; do start_node "$n"; done
-for n in "${HOSTS[@]}"; do
-    until_true 20 node_answers "$n" || { failed=$((failed + 1)); echo "FAIL node h$n did not start"; show_logs; }
-done
-setup_ok=1
+run_setup setup_lan
+init_and_start
 
 # 1. Discovery by multicast alone: no --peer, broadcast beacons dropped.
 t=$EPOCHREALTIME
