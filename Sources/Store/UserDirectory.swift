@@ -19,6 +19,10 @@ import Tree
 ///   it finds the matches at the start of a word of the name. Because the rowid is the order
 ///   label, `ORDER BY rowid LIMIT n` returns the first n matches in name order straight from the
 ///   index: the cost follows n, not the number of matches (a one-letter query matches most users).
+/// - `users_names`: the same over `" " + folded` alone, for the word-start lookups of queries of
+///   two or more characters. They could run on `users_fts` too, but a query taken from an email
+///   ("mail.vn") would then walk the long lists of the trigrams every address shares, to find
+///   no name; here those trigrams are absent or rare, and the lookup ends at once.
 /// - `users_short`: FTS5 the same way (contentless, detail=none since it only ever answers
 ///   single-token queries) over the same text with U+0001 between all characters. Its trigrams are
 ///   then exactly the text's characters (`\1x\1`) and pairs of characters (`x\1y`), so it answers
@@ -44,6 +48,7 @@ struct UserDirectory {
         DROP TABLE IF EXISTS users;
         DROP TABLE IF EXISTS users_fts;
         DROP TABLE IF EXISTS users_short;
+        DROP TABLE IF EXISTS users_names;
         DELETE FROM meta WHERE key LIKE 'directory_%';
         CREATE TABLE users (
             label INTEGER PRIMARY KEY,
@@ -58,6 +63,7 @@ struct UserDirectory {
         CREATE INDEX users_by_name ON users(folded, uid);
         CREATE VIRTUAL TABLE users_fts USING fts5(text, content='', columnsize=0, tokenize='trigram case_sensitive 1');
         CREATE VIRTUAL TABLE users_short USING fts5(grams, content='', columnsize=0, detail=none, tokenize='trigram case_sensitive 1');
+        CREATE VIRTUAL TABLE users_names USING fts5(text, content='', columnsize=0, tokenize='trigram case_sensitive 1');
         INSERT OR REPLACE INTO meta(key, value) VALUES ('directory_built', NOT EXISTS (SELECT 1 FROM records));
         """
 
@@ -115,6 +121,8 @@ struct UserDirectory {
 
         /// The text of the user's `users_fts` document.
         var text: String { " " + folded + "\u{2}" + foldedEmail }
+        /// The text of the user's `users_names` document.
+        var nameText: String { " " + folded }
     }
 
     // MARK: Following the tree
@@ -184,6 +192,7 @@ struct UserDirectory {
     func compact() throws {
         try db.run("INSERT INTO users_fts(users_fts) VALUES ('optimize')")
         try db.run("INSERT INTO users_short(users_short) VALUES ('optimize')")
+        try db.run("INSERT INTO users_names(users_names) VALUES ('optimize')")
         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('directory_changes', 0)")
         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('directory_compacted_size', ?)", [.integer(Int64(try count()))])
     }
@@ -193,6 +202,7 @@ struct UserDirectory {
         try db.run("DELETE FROM users")
         try db.run("INSERT INTO users_fts(users_fts) VALUES ('delete-all')")
         try db.run("INSERT INTO users_short(users_short) VALUES ('delete-all')")
+        try db.run("INSERT INTO users_names(users_names) VALUES ('delete-all')")
         for (uid, profile) in profiles { _ = try update(uid: uid, profile: profile) }
         try compact()
         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('directory_built', 1)")
@@ -204,12 +214,14 @@ struct UserDirectory {
         let text = user.text
         try db.run("INSERT INTO users_fts(rowid, text) VALUES (?, ?)", [.integer(user.label), .text(text)])
         try db.run("INSERT INTO users_short(rowid, grams) VALUES (?, ?)", [.integer(user.label), .text(Self.grams(text))])
+        try db.run("INSERT INTO users_names(rowid, text) VALUES (?, ?)", [.integer(user.label), .text(user.nameText)])
     }
 
     /// Removes a user's documents; contentless FTS5 needs the exact text that was indexed.
     private func unindex(_ user: Indexed) throws {
         let text = user.text
         try db.run("INSERT INTO users_fts(users_fts, rowid, text) VALUES ('delete', ?, ?)", [.integer(user.label), .text(text)])
+        try db.run("INSERT INTO users_names(users_names, rowid, text) VALUES ('delete', ?, ?)", [.integer(user.label), .text(user.nameText)])
         try db.run("INSERT INTO users_short(users_short, rowid, grams) VALUES ('delete', ?, ?)",
                    [.integer(user.label), .text(Self.grams(text))])
     }
@@ -298,10 +310,10 @@ struct UserDirectory {
         case 2:
             let scalars = folded.unicodeScalars
             anywhere = (Self.shortSQL, String(scalars.first!) + "\u{1}" + String(scalars[scalars.index(after: scalars.startIndex)]))
-            wordStart = (Self.trigramSQL, " " + folded)
+            wordStart = (Self.namesSQL, " " + folded)
         default:
             anywhere = (Self.trigramSQL, folded)
-            wordStart = (Self.trigramSQL, " " + folded)
+            wordStart = (Self.namesSQL, " " + folded)
         }
         var rows = [Int64: Match]()
         func matches(_ lookup: (sql: String, phrase: String), limit: Int) throws -> [Int64] {
@@ -312,20 +324,21 @@ struct UserDirectory {
             }
         }
 
+        // Compared as bytes, as SQLite does: `String` would compare grapheme clusters, and a
+        // query may begin inside one (Hangul jamo).
+        let query = Array(folded.utf8), wordQuery = Array((" " + folded).utf8)
+        func tier(_ label: Int64) -> Int {
+            let name = Array(rows[label]!.folded.utf8)
+            return name == query ? 0 : Self.contains([0x20] + name, wordQuery) ? 1 : 2
+        }
+
         var firstMatches: [Int64]? = nil
         if scalarCount > Self.wordStartFirstUpTo {
             let all = try matches(anywhere, limit: limit)
             if all.count < limit {
                 // Every match is here: rank them.
-                let query = Array(folded.utf8), wordQuery = Array((" " + folded).utf8)
-                let ranked = all.map { label -> (tier: Int, label: Int64) in
-                    // Compared as bytes, as SQLite does: `String` would compare grapheme
-                    // clusters, and a query may begin inside one (Hangul jamo).
-                    let name = Array(rows[label]!.folded.utf8)
-                    let tier = name == query ? 0 : Self.contains([0x20] + name, wordQuery) ? 1 : 2
-                    return (tier, label)
-                }
-                return ranked.sorted { ($0.tier, $0.label) < ($1.tier, $1.label) }.map { rows[$0.label]!.entry }
+                return all.map { (tier: tier($0), label: $0) }.sorted { ($0.tier, $0.label) < ($1.tier, $1.label) }
+                    .map { rows[$0.label]!.entry }
             }
             firstMatches = all
         }
@@ -336,7 +349,15 @@ struct UserDirectory {
         }
         let exact = try db.all(Self.exactSQL, [.text(folded), .integer(Int64(limit))]) { $0.int64(0) }
         take(exact)
-        take(try matches(wordStart, limit: limit + seen.count))
+        // The word-start matches among the first substring matches are all those up to the last
+        // of them; if they fill the places left, they are the first word-start matches of all,
+        // and the word-start lookup is not needed.
+        let wordStartsSoFar = firstMatches?.filter { tier($0) <= 1 && !seen.contains($0) } ?? []
+        if wordStartsSoFar.count >= limit - found.count {
+            take(wordStartsSoFar)
+        } else {
+            take(try matches(wordStart, limit: limit + seen.count))
+        }
         if found.count < limit {
             // The first substring matches serve if, after skipping those taken, they still hold
             // as many as are missing (they are a prefix of all the substring matches).
@@ -376,6 +397,10 @@ struct UserDirectory {
     private static let trigramSQL = """
         SELECT \(columns) FROM users_fts JOIN users ON users.label = users_fts.rowid
         WHERE users_fts MATCH ? ORDER BY users_fts.rowid LIMIT ?
+        """
+    private static let namesSQL = """
+        SELECT \(columns) FROM users_names JOIN users ON users.label = users_names.rowid
+        WHERE users_names MATCH ? ORDER BY users_names.rowid LIMIT ?
         """
     private static let shortSQL = """
         SELECT \(columns) FROM users_short JOIN users ON users.label = users_short.rowid

@@ -328,6 +328,7 @@ struct UserDirectoryTests {
         }
         try d.store.db.execute("INSERT INTO users_fts(users_fts) VALUES ('integrity-check')")
         try d.store.db.execute("INSERT INTO users_short(users_short) VALUES ('integrity-check')")
+        try d.store.db.execute("INSERT INTO users_names(users_names) VALUES ('integrity-check')")
         // Labels are unique and follow the name order.
         let labels = try d.store.db.all("SELECT label FROM users ORDER BY folded, uid") { $0.int64(0) }
         #expect(labels == labels.sorted() && Set(labels).count == labels.count)
@@ -369,7 +370,7 @@ struct UserDirectoryTests {
             let key = directoryKey(1)
             try store.set(profilePath(key), to: profile("Nguyễn", "Văn An"), signer: key, nowMillis: 1_000)
             // Back to version 1, as a store written before the directory existed.
-            try store.db.execute("DROP TABLE users; DROP TABLE users_fts; DROP TABLE users_short; DELETE FROM meta WHERE key LIKE 'directory_%'; PRAGMA user_version = 1")
+            try store.db.execute("DROP TABLE users; DROP TABLE users_fts; DROP TABLE users_short; DROP TABLE users_names; DELETE FROM meta WHERE key LIKE 'directory_%'; PRAGMA user_version = 1")
         }
         let store = try Store(path: path)
         #expect(try store.searchUsers("nguyen", limit: 5).map(\.name) == ["Nguyễn Văn An"])
