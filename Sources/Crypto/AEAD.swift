@@ -40,6 +40,56 @@ public enum ChaChaPoly {
         try key.withUnsafeBytes { open(rawKey: $0, nonce: ietfNonce, ad: ad, ciphertext: ciphertext) }.get()
     }
 
+    /// Seals in place: `buffer` holds the plaintext followed by `tagByteCount` bytes of room, and
+    /// ends up holding ciphertext || tag. No allocation and no copy: sessions seal chunk bytes
+    /// where they already lie in the outgoing buffer (libsodium allows the output to be the input).
+    public static func sealInPlace(key: SecretBytes, nonce: UInt64, _ buffer: UnsafeMutableRawBufferPointer) {
+        precondition(buffer.count >= tagByteCount, "no room for the tag")
+        Sodium.ready()
+        let n = noiseNonceTuple(nonce)
+        key.withUnsafeBytes { rawKey in
+            precondition(rawKey.count == keyByteCount, "ChaCha20-Poly1305 key must be 32 bytes")
+            withUnsafeBytes(of: n) { nonceBytes in
+                let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                var outLength: UInt64 = 0
+                _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                    p, &outLength, p, UInt64(buffer.count - tagByteCount), nil, 0, nil,
+                    nonceBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), rawKey.bindMemory(to: UInt8.self).baseAddress!)
+            }
+        }
+    }
+
+    /// Checks `ciphertext` (ciphertext || tag) and writes its plaintext to `plaintext`, which must
+    /// hold exactly `ciphertext.count - tagByteCount` bytes: sessions decrypt straight into their
+    /// stream buffer. Returns false, releasing nothing, when the tag does not verify.
+    public static func open(key: SecretBytes, nonce: UInt64, ciphertext: UnsafeRawBufferPointer,
+                            into plaintext: UnsafeMutableRawBufferPointer) -> Bool {
+        guard ciphertext.count >= tagByteCount, plaintext.count == ciphertext.count - tagByteCount else { return false }
+        Sodium.ready()
+        let n = noiseNonceTuple(nonce)
+        return key.withUnsafeBytes { rawKey in
+            precondition(rawKey.count == keyByteCount, "ChaCha20-Poly1305 key must be 32 bytes")
+            return withUnsafeBytes(of: n) { nonceBytes in
+                var outLength: UInt64 = 0
+                // A zero-length plaintext still needs a valid pointer.
+                var empty: UInt8 = 0
+                let out = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                return withUnsafeMutablePointer(to: &empty) { fallback in
+                    crypto_aead_chacha20poly1305_ietf_decrypt(
+                        out ?? fallback, &outLength, nil, ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        UInt64(ciphertext.count), nil, 0, nonceBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        rawKey.bindMemory(to: UInt8.self).baseAddress!) == 0
+                }
+            }
+        }
+    }
+
+    /// `noiseNonce` without an allocation: 12 bytes, four zero bytes then the counter
+    /// little-endian (three 32-bit words, so no padding).
+    static func noiseNonceTuple(_ counter: UInt64) -> (UInt32, UInt32, UInt32) {
+        (0, UInt32(truncatingIfNeeded: counter).littleEndian, UInt32(truncatingIfNeeded: counter >> 32).littleEndian)
+    }
+
     /// The 12-byte IETF nonce for a Noise counter.
     static func noiseNonce(_ counter: UInt64) -> [UInt8] {
         [0, 0, 0, 0] + (0..<8).map { UInt8(truncatingIfNeeded: counter >> (8 * UInt64($0))) }

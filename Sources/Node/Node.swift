@@ -42,6 +42,12 @@ public final class Node: @unchecked Sendable {
     var fetcher = ChunkFetcher<ObjectIdentifier>()
     /// Files being fetched, by storage path, for the log line when each completes.
     var fileFetches: [String: FileFetch] = [:]
+    /// Chunks received in this turn of the queue, checked and stored together after it.
+    var arrivedChunks: [ArrivedChunk] = []
+    /// Where arrived chunks are checked against their hashes and stored, beside the node's queue.
+    let verifier = DispatchQueue(label: "lanchat.node.verify", qos: .userInitiated)
+    /// The store's connection for fetched chunks; used on `verifier` only.
+    let chunkWriter: ChunkWriter
     /// When each peer was last heard from (beacon or session), in wall-clock milliseconds.
     var lastHeard: [PublicKey: UInt64] = [:]
     /// Peers being dialled (from beacons) whose connection is not established yet.
@@ -59,6 +65,7 @@ public final class Node: @unchecked Sendable {
 
     public init(store: Store, identity: PrivateKey, network: NetworkKey, config: NodeConfig) throws {
         self.store = store
+        chunkWriter = try store.chunkWriter()
         self.identity = identity
         self.network = network
         self.config = config

@@ -49,17 +49,64 @@ extension Node {
         }
     }
 
+    /// A chunk from a peer. It counts as received at once, so the peer's window refills without
+    /// waiting; it is checked against its hash and stored with the others that arrived in this
+    /// turn of the queue (`checkArrivedChunks`). The caller schedules further requests.
     func chunkArrived(_ hash: Digest32, _ bytes: [UInt8], from slot: SessionSlot) {
-        let peer = ObjectIdentifier(slot)
+        dispatchPrecondition(condition: .onQueue(queue))
         guard fetcher.isWanted(hash) else { return }  // late duplicate or unrequested: ignore
-        guard (try? store.putChunk(hash, bytes)) == true else {
-            fetcher.rejected(hash, from: peer)
-            close(slot, reason: "sent a chunk that does not match its hash", misbehaved: true)
-            scheduleChunkFetches()
-            return
+        fetcher.received(hash, from: ObjectIdentifier(slot))
+        if arrivedChunks.isEmpty { queue.async { [self] in checkArrivedChunks() } }
+        arrivedChunks.append(ArrivedChunk(hash: hash, bytes: bytes, slot: slot))
+    }
+
+    /// Checks the chunks that arrived in the last turn against their hashes and stores the good
+    /// ones in one transaction of the chunk writer's connection, on `verifier`, while this queue
+    /// goes on decrypting the next ones (hashing and storing 64 KiB cost more than decrypting
+    /// it). The outcome comes back to this queue (`chunksChecked`).
+    func checkArrivedChunks() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let arrived = arrivedChunks
+        arrivedChunks = []
+        verifier.async { [self] in
+            // Hashed across the cores that are free (a fast fetch brings several per turn).
+            // Each iteration writes only its own element.
+            nonisolated(unsafe) let checked = UnsafeMutableBufferPointer<VerifiedChunk?>.allocate(capacity: arrived.count)
+            checked.initialize(repeating: nil)
+            defer { checked.deinitialize().deallocate() }
+            DispatchQueue.concurrentPerform(iterations: arrived.count) { index in
+                checked[index] = VerifiedChunk(hash: arrived[index].hash, bytes: arrived[index].bytes)
+            }
+            let good = checked.compactMap { $0 }
+            let bad = zip(arrived, checked).filter { $0.1 == nil }.map(\.0)
+            var failure: String?
+            do { try chunkWriter.put(good) } catch { failure = "\(error)" }
+            let (stored, error) = (good.map(\.hash), failure)
+            queue.async { [self] in chunksChecked(stored: stored, bad: bad, failure: error) }
         }
-        fetcher.received(hash, from: peer)
-        noteFetched(hash)
+    }
+
+    /// Files completed by stored chunks are logged (their chunks are durable by now). A chunk
+    /// that did not match its hash is wanted again from another peer, and its sender is
+    /// disconnected and ignored for a while. If the commit failed the chunks are wanted again.
+    func chunksChecked(stored: [Digest32], bad: [ArrivedChunk], failure: String?) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for arrival in bad {
+            let peer = ObjectIdentifier(arrival.slot)
+            fetcher.want([arrival.hash])
+            fetcher.rejected(arrival.hash, from: peer)
+            if sessions[peer] === arrival.slot {
+                close(arrival.slot, reason: "sent a chunk that does not match its hash", misbehaved: true)
+            } else {
+                banned[arrival.slot.connection.remoteAddress.host] = monotonicSeconds() + config.banSeconds
+            }
+        }
+        if let failure {
+            log("could not store \(stored.count) chunks: \(failure)")
+            fetcher.want(stored)
+        } else {
+            for hash in stored { noteFetched(hash) }
+        }
         scheduleChunkFetches()
     }
 
@@ -93,4 +140,11 @@ struct FileFetch {
     var remaining: Set<Digest32>
     let held: Int
     var fetched = 0
+}
+
+/// A chunk as it arrived, before its hash is checked.
+struct ArrivedChunk: Sendable {
+    let hash: Digest32
+    let bytes: [UInt8]
+    let slot: SessionSlot
 }

@@ -80,6 +80,9 @@ extension Node {
         // at once. Writing these first keeps the bytes in the order of their Noise nonces;
         // otherwise the peer fails to decrypt and drops the session.
         for case let .send(bytes) in actions { slot.connection.write(bytes) }
+        // Chunk events change what may be asked of whom: ask once, after all of them.
+        var chunkEvents = false
+        defer { if chunkEvents { scheduleChunkFetches() } }
         for action in actions {
             switch action {
             case .send:
@@ -107,12 +110,11 @@ extension Node {
                     log("synced with \(describe(peer)): sent \(sent), requested \(requested) records")
                 }
             case let .chunkReceived(hash, bytes):
+                chunkEvents = true
                 chunkArrived(hash, bytes, from: slot)
-                // A bad chunk closes the session: the rest of what it sent is not looked at.
-                if sessions[ObjectIdentifier(slot)] == nil { return }
             case let .chunksMissing(hashes):
+                chunkEvents = true
                 fetcher.missing(hashes, at: ObjectIdentifier(slot))
-                scheduleChunkFetches()
             case let .close(reason, misbehaved):
                 close(slot, reason: reason, misbehaved: misbehaved)
                 return

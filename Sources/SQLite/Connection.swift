@@ -20,6 +20,8 @@ public final class Connection {
     private var statementCache: [String: Statement] = [:]
     /// Depth of nested `transaction` calls running as savepoints, for unique names.
     var savepointDepth = 0
+    /// The hook set by `setWALHook`, kept alive as long as SQLite may call it.
+    var walHook: WALHookBox?
 
     /// Default wait for a lock held by another connection before SQLITE_BUSY is reported.
     public static let defaultBusyTimeoutMilliseconds: Int32 = 5_000

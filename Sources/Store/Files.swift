@@ -116,17 +116,26 @@ extension Store {
     public func chunk(_ hash: Digest32) throws -> [UInt8]? { try blobs.chunk(hash) }
 
     /// Stores a chunk fetched from a peer if it is exactly the bytes of `hash`; false if not.
+    public func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
+        guard let chunk = VerifiedChunk(hash: hash, bytes: bytes) else { return false }
+        try putChunks([chunk])
+        return true
+    }
+
+    /// Stores fetched chunks (each checked against its hash by `VerifiedChunk`) in one
+    /// transaction: a node stores what arrived in one turn of its queue at once.
     ///
-    /// Its commit is not fsynced (`synchronous=NORMAL` for this one statement): the WAL keeps it
+    /// The commit is not fsynced (`synchronous=NORMAL` for this transaction): the WAL keeps it
     /// through a crash of the process, and a power loss can only lose chunks, which are then
     /// missing and fetched again. The next durable commit syncs the WAL with it. An fsync per
     /// 64 KiB chunk made fetching disk-bound.
-    public func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
-        guard BLAKE2b.digest256(bytes) == hash else { return false }
+    public func putChunks(_ chunks: [VerifiedChunk]) throws {
+        guard !chunks.isEmpty else { return }
         try db.execute("PRAGMA synchronous = NORMAL")
         defer { try? db.execute("PRAGMA synchronous = FULL") }
-        try blobs.putChunk(hash, bytes)
-        return true
+        try transaction {
+            for chunk in chunks { try blobs.putChunk(chunk.hash, chunk.bytes) }
+        }
     }
 
     /// Files that messages or profiles refer to and whose chunks are not all here: fetched eagerly.
@@ -142,5 +151,51 @@ extension Store {
         guard let slash = rest.firstIndex(of: "/") else { return nil }
         let path = String(rest[rest.index(after: slash)...])
         return path.isEmpty ? nil : path
+    }
+}
+
+/// Chunk bytes known to be exactly the bytes of their hash: the only way into `putChunks`, so
+/// the store never holds a chunk that does not match its address. Checking (hashing 64 KiB) is
+/// the costly part, so it is done once, where the chunk arrives, and may run on any thread.
+public struct VerifiedChunk: Sendable {
+    public let hash: Digest32
+    public let bytes: [UInt8]
+
+    /// Nil when `bytes` are not the bytes of `hash`.
+    public init?(hash: Digest32, bytes: [UInt8]) {
+        guard BLAKE2b.digest256(bytes) == hash else { return nil }
+        self.hash = hash
+        self.bytes = bytes
+    }
+}
+
+/// Stores fetched chunks through a connection of its own, so a node's queue does not spend its
+/// time in SQLite while the next chunks are waiting to be decrypted: the node hashes and stores
+/// each batch of arrived chunks beside its queue. Use from one thread or serial queue at a time.
+///
+/// Its commits are not fsynced (`synchronous=NORMAL`): the WAL keeps them through a crash of the
+/// process, and a power loss can only lose chunks, which are then missing and fetched again;
+/// the next durable commit of the store syncs the WAL with them. Only `VerifiedChunk`s get in,
+/// so whatever is stored matches its hash. The checkpoints its commits call for run on a
+/// connection and thread of their own (`BackgroundCheckpointer`), not inside its commits.
+public final class ChunkWriter: @unchecked Sendable {
+    let db: Connection
+    private let checkpointer: BackgroundCheckpointer
+
+    init(path: String) throws {
+        db = try Connection(path: path)
+        try db.execute("PRAGMA synchronous = NORMAL")
+        let checkpointer = try BackgroundCheckpointer(path: path)
+        self.checkpointer = checkpointer
+        db.setWALHook { frames in checkpointer.committed(walFrames: frames) }
+    }
+
+    /// Stores the chunks in one transaction (those already held are skipped).
+    public func put(_ chunks: [VerifiedChunk]) throws {
+        guard !chunks.isEmpty else { return }
+        let blobs = BlobStore(db: db)
+        try db.transaction(.immediate) {
+            for chunk in chunks { try blobs.putChunk(chunk.hash, chunk.bytes) }
+        }
     }
 }

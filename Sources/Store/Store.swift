@@ -49,6 +49,24 @@ public final class Store {
         }
     }
 
+    /// A connection of its own for storing fetched chunks, for use on another thread than this
+    /// store's (`ChunkWriter`). Only for a store in a file: another connection to an in-memory
+    /// store would open a different, empty database.
+    public func chunkWriter() throws(StoreError) -> ChunkWriter {
+        do {
+            guard try db.journalMode == .wal else {
+                throw StoreError.io(path: path, reason: "a chunk writer needs a store in a file (in WAL mode)")
+            }
+            return try ChunkWriter(path: path)
+        } catch let error as StoreError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .database(error)
+        } catch {
+            throw .corrupt(path: path, reason: "\(error)")
+        }
+    }
+
     /// Number of records held.
     public func recordCount() throws -> Int {
         Int(try db.scalarInt("SELECT count(*) FROM records") ?? 0)

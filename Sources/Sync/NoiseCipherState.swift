@@ -27,6 +27,25 @@ struct NoiseCipherState: Sendable {
         return sealed
     }
 
+    /// `encrypt` with empty associated data, in place: `buffer` holds the plaintext and then
+    /// `tagByteCount` bytes of room, and ends up holding the ciphertext and tag. Transport only
+    /// (a key is required).
+    mutating func encryptInPlace(_ buffer: UnsafeMutableRawBufferPointer) throws(NoiseError) {
+        guard let key else { throw .unusable }
+        guard nonce < .max else { throw .nonceExhausted }
+        ChaChaPoly.sealInPlace(key: key, nonce: nonce, buffer)
+        nonce += 1
+    }
+
+    /// `decrypt` with empty associated data, writing the plaintext to `plaintext` (exactly
+    /// `ciphertext.count - tagByteCount` bytes). Transport only.
+    mutating func decrypt(_ ciphertext: UnsafeRawBufferPointer, into plaintext: UnsafeMutableRawBufferPointer) throws(NoiseError) {
+        guard let key else { throw .unusable }
+        guard nonce < .max else { throw .nonceExhausted }
+        guard ChaChaPoly.open(key: key, nonce: nonce, ciphertext: ciphertext, into: plaintext) else { throw .decryptionFailed }
+        nonce += 1
+    }
+
     /// Decrypts with the next nonce; on failure the nonce is unchanged, as Noise specifies.
     mutating func decrypt(ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
         guard let key else { return ciphertext }

@@ -38,6 +38,34 @@ public struct NoiseTransport: Sendable {
         }
     }
 
+    /// Encrypts the next outgoing message in place: `buffer` holds at most `maxPlaintextLength`
+    /// bytes of plaintext followed by `ChaChaPoly.tagByteCount` bytes of room for the tag.
+    public mutating func encryptInPlace(_ buffer: UnsafeMutableRawBufferPointer) throws(NoiseError) {
+        guard !failed else { throw .unusable }
+        guard buffer.count >= ChaChaPoly.tagByteCount else { throw .messageTooShort(length: buffer.count) }
+        guard buffer.count <= Self.maxMessageLength else { throw .messageTooLong(length: buffer.count) }
+        do {
+            try sender.encryptInPlace(buffer)
+        } catch {
+            failed = true  // only nonce exhaustion: the session is over
+            throw error
+        }
+    }
+
+    /// Decrypts the next incoming message into `plaintext`, which holds exactly
+    /// `ciphertext.count - ChaChaPoly.tagByteCount` bytes; fails like `decrypt`.
+    public mutating func decrypt(_ ciphertext: UnsafeRawBufferPointer, into plaintext: UnsafeMutableRawBufferPointer) throws(NoiseError) {
+        guard !failed else { throw .unusable }
+        do throws(NoiseError) {
+            guard ciphertext.count <= Self.maxMessageLength else { throw .messageTooLong(length: ciphertext.count) }
+            guard ciphertext.count >= ChaChaPoly.tagByteCount else { throw .messageTooShort(length: ciphertext.count) }
+            try receiver.decrypt(ciphertext, into: plaintext)
+        } catch {
+            failed = true
+            throw error
+        }
+    }
+
     /// Decrypts the next incoming message. Any failure kills the transport: on an ordered stream
     /// a forged, truncated or replayed frame means the stream is under attack or out of sync, and
     /// Noise offers no way to resynchronise.

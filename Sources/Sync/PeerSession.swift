@@ -60,6 +60,8 @@ public struct PeerSession {
     /// Noise messages on TCP: a u16be length each, 16 ..= 65535 bytes (no shorter message exists).
     private var noiseFrames = FrameReader(maxFrameBytes: NoiseTransport.maxMessageLength, minFrameBytes: 16, prefixBytes: 2)
     private var frames = FrameReader()
+    /// Stream bytes written since the last input, sealed into Noise messages when it is handled.
+    private var output = SessionOutput()
     private var helloSent = false
     private var helloReceived = false
     private var reconciling: NegentropySession?
@@ -101,23 +103,30 @@ public struct PeerSession {
 
     /// Bytes from the connection.
     public mutating func receive(_ bytes: [UInt8], from source: RecordSource) -> [Action] {
-        let messages: [[UInt8]]
-        do { messages = try noiseFrames.push(bytes) } catch { return fail("\(error)", misbehaved: true) }
+        if case .closed = state { return [] }  // nothing more is read (or buffered)
+        noiseFrames.append(bytes)
         var actions = [Action]()
-        for message in messages {
+        while true {
+            let message: ArraySlice<UInt8>
+            do {
+                guard let next = try noiseFrames.next() else { break }
+                message = next
+            } catch {
+                return actions + fail("\(error)", misbehaved: true)
+            }
             actions += handle(message, source: source)
             if case .closed = state { break }
         }
-        return actions
+        return actions + flush()
     }
 
-    private mutating func handle(_ message: [UInt8], source: RecordSource) -> [Action] {
+    private mutating func handle(_ message: ArraySlice<UInt8>, source: RecordSource) -> [Action] {
         switch state {
         case .closed:
             return []
         case var .handshaking(handshake):
             do {
-                _ = try handshake.readMessage(message)
+                _ = try handshake.readMessage(Array(message))
                 var actions = [Action]()
                 if !handshake.isComplete {
                     let reply = try handshake.writeMessage(payload: [])
@@ -136,14 +145,20 @@ public struct PeerSession {
                 return fail("handshake failed: \(error)", misbehaved: true)
             }
         case var .open(transport):
-            let plaintext: [UInt8]
-            do { plaintext = try transport.decrypt(message) } catch { return fail("decryption failed: \(error)", misbehaved: true) }
+            // Decrypted straight into the frame buffer; frames are decoded where they lie.
+            var failure: NoiseError?
+            let decrypted = frames.append(count: message.count - ChaChaPoly.tagByteCount) { plaintext in
+                message.withUnsafeBytes { ciphertext in
+                    do throws(NoiseError) { try transport.decrypt(ciphertext, into: plaintext) } catch { failure = error }
+                }
+                return failure == nil
+            }
+            guard decrypted else { return fail("decryption failed: \(failure.map { "\($0)" } ?? "")", misbehaved: true) }
             state = .open(transport)
-            let bodies: [[UInt8]]
-            do { bodies = try frames.push(plaintext) } catch { return fail("\(error)", misbehaved: true) }
             var actions = [Action]()
-            for body in bodies {
+            while true {
                 do {
+                    guard let body = try frames.next() else { break }
                     actions += try dispatch(SessionMessage.decode(body), source: source)
                 } catch {
                     return actions + fail("\(error)", misbehaved: true)
@@ -217,14 +232,15 @@ public struct PeerSession {
             return actions
         case let .wantChunks(hashes):
             guard helloReceived else { return fail("wantChunks before hello", misbehaved: true) }
-            var actions = [Action]()
             var missing = [Digest32]()
             var seen = Set<Digest32>()
+            var found = [(Digest32, [UInt8])]()
             for hash in hashes where seen.insert(hash).inserted {  // each chunk once per request
-                if let bytes = source.chunk(hash) { actions += send(.chunk(hash, bytes)) } else { missing.append(hash) }
+                if let bytes = source.chunk(hash) { found.append((hash, bytes)) } else { missing.append(hash) }
             }
-            if !missing.isEmpty { actions += send(.noChunks(missing)) }
-            return actions
+            output.reserve(found.reduce(0) { $0 + $1.1.count + 64 })
+            for (hash, bytes) in found { sendChunk(hash, bytes) }
+            return missing.isEmpty ? [] : send(.noChunks(missing))
         case let .chunk(hash, bytes):
             guard helloReceived else { return fail("chunk before hello", misbehaved: true) }
             return [.chunkReceived(hash, bytes)]
@@ -244,7 +260,7 @@ public struct PeerSession {
             reconciling = session
             roundSent = 0
             roundRequested = 0
-            return send(.reconcile(first))
+            return send(.reconcile(first)) + flush()
         } catch {
             return fail("reconciliation: \(error)", misbehaved: false)
         }
@@ -257,13 +273,13 @@ public struct PeerSession {
         for start in stride(from: 0, to: hashes.count, by: SessionMessage.maxChunkHashes) {
             actions += send(.wantChunks(Array(hashes[start..<min(start + SessionMessage.maxChunkHashes, hashes.count)])))
         }
-        return actions
+        return actions + flush()
     }
 
     /// Pushes new records to the peer at once.
     public mutating func push(_ records: [[UInt8]]) -> [Action] {
         guard isEstablished else { return [] }
-        return sendRecords(records)
+        return sendRecords(records) + flush()
     }
 
     private mutating func sendHello(_ source: RecordSource) -> [Action] {
@@ -291,29 +307,40 @@ public struct PeerSession {
         return actions
     }
 
-    /// Frames, encrypts and splits a message into Noise transport messages.
+    /// Writes a message to the outgoing stream; it is encrypted and sent when the current input
+    /// (or call) has been handled, by `flush`.
     private mutating func send(_ message: SessionMessage) -> [Action] {
-        guard case var .open(transport) = state else { return [] }
-        let plaintext = message.framed()
-        var out = [UInt8]()
-        var offset = 0
-        do {
-            while offset < plaintext.count {
-                let end = min(offset + NoiseTransport.maxPlaintextLength, plaintext.count)
-                out += NoiseFrame.frame(try transport.encrypt(Array(plaintext[offset..<end])))
-                offset = end
-            }
-        } catch {
-            return fail("encryption: \(error)", misbehaved: false)
-        }
+        guard case .open = state else { return [] }
+        output.append(message.framed())
+        return []
+    }
+
+    /// `send(.chunk(hash, bytes))` without encoding the chunk into an intermediate array.
+    private mutating func sendChunk(_ hash: Digest32, _ bytes: [UInt8]) {
+        guard case .open = state else { return }
+        output.append(SessionMessage.chunkFramePrefix(hash, byteCount: bytes.count))
+        output.append(bytes)
+    }
+
+    /// Encrypts what was written since the last flush into Noise messages: one `send` action.
+    private mutating func flush() -> [Action] {
+        guard !output.isEmpty, case var .open(transport) = state else { return [] }
+        let bytes: [UInt8]
+        do { bytes = try output.seal(with: &transport) } catch { return fail("encryption: \(error)", misbehaved: false) }
         state = .open(transport)
-        return [.send(out)]
+        return [.send(bytes)]
     }
 
     private mutating func fail(_ reason: String, misbehaved: Bool) -> [Action] {
+        // What was written before the failure goes out first, as it would have unbatched.
+        var actions = [Action]()
+        if !output.isEmpty, case var .open(transport) = state, let bytes = try? output.seal(with: &transport) {
+            actions.append(.send(bytes))
+        }
+        output = SessionOutput()
         state = .closed
         reconciling = nil
-        return [.close(reason: reason, misbehaved: misbehaved)]
+        return actions + [.close(reason: reason, misbehaved: misbehaved)]
     }
 }
 

@@ -46,35 +46,44 @@ public enum CBORError: Error, Equatable, Sendable, CustomStringConvertible {
 /// A strict decoder for deterministic CBOR: it accepts exactly the encodings `CBOR.encoded()`
 /// produces, so decode-then-encode always gives the input bytes back.
 public struct CBORDecoder {
-    private let bytes: [UInt8]
+    private let bytes: ArraySlice<UInt8>
+    /// `bytes.startIndex`: offsets (and those in errors) count from the start of the input.
+    private let base: Int
     private var offset = 0
     private var items = 0
     private let limits: CBORLimits
 
     /// Decodes exactly one item that must span all of `bytes`.
     public static func decode(_ bytes: [UInt8], limits: CBORLimits = CBORLimits()) throws(CBORError) -> CBOR {
+        try decode(bytes[...], limits: limits)
+    }
+
+    /// Decodes exactly one item that must span all of `bytes`, a slice of a larger buffer (a
+    /// session frame in the receive buffer), without copying it first.
+    public static func decode(_ bytes: ArraySlice<UInt8>, limits: CBORLimits = CBORLimits()) throws(CBORError) -> CBOR {
         var decoder = CBORDecoder(bytes: bytes, limits: limits)
         let item = try decoder.item(depth: 0)
         guard decoder.offset == bytes.count else { throw .trailingBytes(offset: decoder.offset) }
         return item
     }
 
-    private init(bytes: [UInt8], limits: CBORLimits) {
+    private init(bytes: ArraySlice<UInt8>, limits: CBORLimits) {
         self.bytes = bytes
+        base = bytes.startIndex
         self.limits = limits
     }
 
     private mutating func byte() throws(CBORError) -> UInt8 {
         guard offset < bytes.count else { throw .truncated(offset: offset) }
         defer { offset += 1 }
-        return bytes[offset]
+        return bytes[base + offset]
     }
 
     private mutating func take(_ n: UInt64) throws(CBORError) -> ArraySlice<UInt8> {
         guard n <= UInt64(bytes.count - offset) else { throw .truncated(offset: offset) }
         let start = offset
         offset += Int(n)
-        return bytes[start..<offset]
+        return bytes[base + start..<base + offset]
     }
 
     private mutating func bigEndian(_ n: Int) throws(CBORError) -> UInt64 {
@@ -143,7 +152,7 @@ public struct CBORDecoder {
             for _ in 0..<count {
                 let keyStart = offset
                 let key = try item(depth: depth + 1)
-                let keyBytes = bytes[keyStart..<offset]
+                let keyBytes = bytes[base + keyStart..<base + offset]
                 if let previous = previousKey {
                     if previous == keyBytes { throw .duplicateKey(offset: keyStart) }
                     guard previous.lexicographicallyPrecedes(keyBytes) else {

@@ -60,6 +60,21 @@ public enum SessionMessage: Equatable, Sendable {
         return out + body
     }
 
+    /// The frame of `chunk(hash, bytes)` up to where `bytes` begins: its length prefix, and the
+    /// encoding's head, so a sender can append the chunk bytes after it without first encoding
+    /// them into an intermediate array. `chunkFramePrefix(h, n) + bytes == chunk(h, bytes).framed()`.
+    public static func chunkFramePrefix(_ hash: Digest32, byteCount: Int) -> [UInt8] {
+        var head = [UInt8]()
+        CBOR.writeHead(4, 3, &head)
+        CBOR.unsigned(7).encode(into: &head)
+        CBOR.bytes(hash.bytes).encode(into: &head)
+        CBOR.writeHead(2, UInt64(byteCount), &head)
+        var out = [UInt8]()
+        out.reserveCapacity(head.count + 4)
+        appendBigEndian(UInt64(head.count + byteCount), bytes: 4, &out)
+        return out + head
+    }
+
     /// Why a peer's message was refused; the session is closed and the peer penalised.
     public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
         case malformed(String)
@@ -85,6 +100,12 @@ public enum SessionMessage: Equatable, Sendable {
     }
 
     public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> SessionMessage {
+        try decode(bytes[...])
+    }
+
+    /// Decodes a message lying in a larger buffer (the session's receive buffer): a chunk's bytes
+    /// are copied once, out of the buffer, and nothing else is.
+    public static func decode(_ bytes: ArraySlice<UInt8>) throws(DecodeError) -> SessionMessage {
         let item: CBOR
         do { item = try CBORDecoder.decode(bytes, limits: CBORLimits(maxDepth: 3, maxItems: 20_000)) } catch {
             throw .malformed("\(error)")
@@ -129,8 +150,14 @@ public enum SessionMessage: Equatable, Sendable {
 /// holding at most one partial frame: a declared length outside the bounds is refused at once,
 /// before anything is buffered for it. Sessions use it twice: 4-byte frames of session messages,
 /// and 2-byte frames of Noise messages on TCP.
+///
+/// `append` and `next` hand out frames as slices of the buffer, so a 64 KiB chunk is not copied
+/// on its way from the socket to the decoder; `push` is the simple form for callers that want
+/// arrays. A slice from `next` must be dropped before the next `append`, or the append copies the
+/// whole buffer (copy-on-write) rather than compacting it in place.
 public struct FrameReader: Sendable {
     private var buffer: [UInt8] = []
+    /// Where the first unread byte is.
     private var start = 0
     public let maxFrameBytes: Int
     public let minFrameBytes: Int
@@ -144,20 +171,56 @@ public struct FrameReader: Sendable {
 
     /// Adds received bytes and returns every complete frame body.
     public mutating func push(_ bytes: [UInt8]) throws(SessionMessage.DecodeError) -> [[UInt8]] {
-        buffer += bytes
+        append(bytes)
         var frames = [[UInt8]]()
-        while buffer.count - start >= prefixBytes {
-            let length = buffer[start..<start + prefixBytes].reduce(0) { $0 << 8 | Int($1) }
-            guard length >= minFrameBytes else { throw .malformed("a frame of \(length) bytes, below the minimum of \(minFrameBytes)") }
-            guard length <= maxFrameBytes else { throw .frameTooLarge(length) }
-            guard buffer.count - start - prefixBytes >= length else { break }
-            frames.append(Array(buffer[start + prefixBytes..<start + prefixBytes + length]))
-            start += prefixBytes + length
-        }
-        if start > 0 && (start == buffer.count || start > 1 << 16) {
+        while let frame = try next() { frames.append(Array(frame)) }
+        return frames
+    }
+
+    /// Bytes received but not yet handed out as frames.
+    public var bufferedCount: Int { buffer.count - start }
+
+    /// Adds received bytes (frames are taken with `next`).
+    public mutating func append(_ bytes: some Collection<UInt8>) {
+        compact()
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Adds `count` bytes written by `fill` straight into the buffer (a decryption's output).
+    /// If `fill` returns false, nothing is added.
+    public mutating func append(count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Bool) -> Bool {
+        compact()
+        let old = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: count))
+        let filled = buffer.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
+        if !filled { buffer.removeLast(count) }
+        return filled
+    }
+
+    /// The next complete frame's body, or nil until more bytes arrive. Throws, before anything is
+    /// buffered for it, when the next frame declares a length outside the bounds.
+    public mutating func next() throws(SessionMessage.DecodeError) -> ArraySlice<UInt8>? {
+        guard buffer.count - start >= prefixBytes else { return nil }
+        var length = 0
+        for index in start..<start + prefixBytes { length = length << 8 | Int(buffer[index]) }
+        guard length >= minFrameBytes else { throw .malformed("a frame of \(length) bytes, below the minimum of \(minFrameBytes)") }
+        guard length <= maxFrameBytes else { throw .frameTooLarge(length) }
+        guard buffer.count - start - prefixBytes >= length else { return nil }
+        let body = buffer[start + prefixBytes..<start + prefixBytes + length]
+        start += prefixBytes + length
+        return body
+    }
+
+    /// Drops the bytes already handed out: all of them when nothing is left (no copy), otherwise
+    /// only once they are many, so a stream of small frames is not moved down byte by byte.
+    private mutating func compact() {
+        guard start > 0 else { return }
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        } else if start > 1 << 16 {
             buffer.removeFirst(start)
             start = 0
         }
-        return frames
     }
 }

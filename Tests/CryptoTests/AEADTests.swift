@@ -42,6 +42,21 @@ struct AEADTests {
         #expect(try ChaChaPoly.open(key: secret, nonce: 7, ad: [], ciphertext: a) == [])
     }
 
+    @Test("sealing in place and opening into a buffer agree with seal and open", arguments: [0, 1, 63, 65519])
+    func inPlace(length: Int) throws {
+        let secret = SecretBytes(Self.key)
+        let plaintext = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        var buffer = plaintext + [UInt8](repeating: 0, count: ChaChaPoly.tagByteCount)
+        buffer.withUnsafeMutableBytes { ChaChaPoly.sealInPlace(key: secret, nonce: 0x0102030405060708, $0) }
+        #expect(buffer == ChaChaPoly.seal(key: secret, nonce: 0x0102030405060708, ad: [], plaintext: plaintext))
+        var opened = [UInt8](repeating: 0, count: length)
+        let ok = buffer.withUnsafeBytes { c in opened.withUnsafeMutableBytes { ChaChaPoly.open(key: secret, nonce: 0x0102030405060708, ciphertext: c, into: $0) } }
+        #expect(ok && opened == plaintext)
+        buffer[0] ^= 1
+        let forged = buffer.withUnsafeBytes { c in opened.withUnsafeMutableBytes { ChaChaPoly.open(key: secret, nonce: 0x0102030405060708, ciphertext: c, into: $0) } }
+        #expect(!forged)
+    }
+
     @Test("a changed ciphertext, tag, nonce, ad or key is rejected")
     func rejects() {
         let sealed = ChaChaPoly.seal(key: Self.key, nonce: 1, ad: [1, 2], plaintext: Array("hello".utf8))

@@ -1,3 +1,4 @@
+import Foundation
 import Crypto
 import SQLite
 import Testing
@@ -257,6 +258,38 @@ struct FileStoreTests {
             flipped[bit / 8] ^= UInt8(1 << (bit % 8))
             #expect((try? Record.decode(flipped)) == nil, "file record bit \(bit)")
         }
+    }
+
+    @Test("a chunk writer beside the store stores verified chunks; its checkpoints leave the file readable")
+    func chunkWriter() throws {
+        let source = try memoryStore()
+        // About 5 MiB: more than 1000 WAL pages, so background checkpoints run meanwhile.
+        let bytes = Self.jpeg + ImageFixtures.noise(80 * Store.chunkSize, seed: 5)
+        let info = try source.putFile("images/many.jpg", bytes: bytes, signer: alice, nowMillis: 1_000)
+        var encodings = [[UInt8]]()
+        try source.forEachRecord { encodings.append($0) }
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-chunkwriter-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let target = try Store(path: dir + "/store.sqlite")
+        _ = try target.ingest(encodings.map { try Record.decode($0) }, nowMillis: 10_000)
+        let writer = try target.chunkWriter()
+
+        var wrong = try #require(try source.chunk(info.manifest.chunks[0]))
+        wrong[0] ^= 1
+        #expect(VerifiedChunk(hash: info.manifest.chunks[0], bytes: wrong) == nil)
+        var chunks = [VerifiedChunk]()
+        for hash in info.manifest.chunks {
+            let held = try #require(try source.chunk(hash))
+            chunks.append(try #require(VerifiedChunk(hash: hash, bytes: held)))
+        }
+        for start in stride(from: 0, to: chunks.count, by: 7) { try writer.put(Array(chunks[start..<min(start + 7, chunks.count)])) }
+        try writer.put(Array(chunks.prefix(3)))  // already held: skipped
+        #expect(try target.fileInfo("images/many.jpg")?.isComplete == true)
+        #expect(try target.readFile("images/many.jpg") == bytes)
+        #expect(try count(target, "chunks") == chunks.count)
+        #expect(try target.integrityCheck() == ["ok"])
     }
 
     @Test("manifests that break the limits are refused when made")

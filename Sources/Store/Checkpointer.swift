@@ -1,0 +1,38 @@
+import Dispatch
+import SQLite
+
+/// Runs the WAL checkpoints that a connection's commits call for, on a queue and connection of
+/// their own (used by `ChunkWriter`).
+///
+/// Why: SQLite checkpoints inside the commit that crosses its threshold (1000 pages), so the
+/// committing thread copies 4 MB into the database and waits for two fsyncs. A 20 MiB fetch
+/// crossed it five times and stalled on it for most of its time. Here the commit only notes
+/// the WAL's size, and every 1000 pages of growth a passive checkpoint runs elsewhere: the same
+/// copying and syncing, beside the writer. Durability does not change: committed transactions
+/// are in the WAL, which recovery replays after a crash.
+final class BackgroundCheckpointer: @unchecked Sendable {
+    /// WAL growth, in frames (pages), between checkpoints: SQLite's own default.
+    static let framesPerCheckpoint = 1000
+
+    private let queue = DispatchQueue(label: "lanchat.store.checkpoint", qos: .utility)
+    /// Used on `queue` only.
+    private let connection: Connection
+    /// The WAL's size when a checkpoint last ran. Used on `queue` only.
+    private var checkpointedAt = 0
+
+    init(path: String) throws(SQLiteError) {
+        connection = try Connection(path: path)
+    }
+
+    /// After a commit, with the frames now in the WAL: a checkpoint runs every
+    /// `framesPerCheckpoint` frames of growth. A WAL that shrank was restarted (a checkpoint
+    /// caught up), so counting starts again. Call from any thread.
+    func committed(walFrames: Int) {
+        queue.async { [self] in
+            if walFrames < checkpointedAt { checkpointedAt = 0 }
+            guard walFrames >= checkpointedAt + Self.framesPerCheckpoint else { return }
+            checkpointedAt = walFrames
+            _ = try? connection.checkpointPassive()
+        }
+    }
+}
