@@ -33,22 +33,40 @@ extension Node {
     /// Verifies records off the node's queue, so the next batch is verified while this one is
     /// stored; then stores them on the queue. A session with too many batches in flight stops
     /// being read until they are stored (backpressure instead of unbounded memory).
+    ///
+    /// Records already held, or already on their way in (from another session, or an earlier
+    /// batch of this one), are dropped first: an id is the hash of the bytes, so they are the
+    /// same bytes, and a signature costs far more than the hash. (Should the batch carrying the
+    /// first copy be refused, reconciliation offers the record again.)
     func ingest(_ encodings: [[UInt8]], from slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
+        var fresh = [[UInt8]]()
+        var ids = [RecordID]()
+        fresh.reserveCapacity(encodings.count)
+        ids.reserveCapacity(encodings.count)
+        for bytes in encodings {
+            let id = RecordID(BLAKE2b.digest256(bytes).bytes)
+            guard !recordSet.contains(id), arriving.insert(id).inserted else { continue }
+            fresh.append(bytes)
+            ids.append(id)
+        }
+        guard !fresh.isEmpty else { return }
         slot.batchesInFlight += 1
         if slot.batchesInFlight == Node.maxBatchesInFlight { slot.connection.pauseReading() }
-        let batch = UncheckedSendable(encodings)
+        let batch = UncheckedSendable(fresh)
+        let batchIDs = ids
         Node.verifier.async { [self] in
             let records = Node.verify(batch.value).map(UncheckedSendable.init)
             queue.async { [self] in
-                slot.batchesInFlight -= 1
-                if slot.batchesInFlight == Node.maxBatchesInFlight - 1, !slot.connection.isClosed, !slot.readPaused { slot.connection.resumeReading() }
-                guard sessions[ObjectIdentifier(slot)] != nil else { return }
                 guard let records else {
-                    close(slot, reason: "sent an invalid record", misbehaved: true)
+                    for id in batchIDs { arriving.remove(id) }
+                    batchStored(by: slot)
+                    if sessions[ObjectIdentifier(slot)] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
                     return
                 }
-                store(records.value, from: slot)
+                verified.append((records.value, slot, batchIDs))
+                // Batches verified while the queue was busy wait here and are stored together.
+                if verified.count == 1 { queue.async { [self] in storeVerified() } }
             }
         }
     }
@@ -58,8 +76,34 @@ extension Node {
     /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
     static let verifier = DispatchQueue(label: "lanchat.verify", qos: .userInitiated, attributes: .concurrent)
 
+    /// Stores every verified batch waiting, in one transaction (one commit, one fsync), then
+    /// lets their sessions be read again.
+    func storeVerified() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let waiting = verified
+        verified = []
+        store(waiting.filter { sessions[ObjectIdentifier($0.slot)] != nil }.map { (records: $0.records, slot: Optional($0.slot)) })
+        for batch in waiting {
+            for id in batch.ids { arriving.remove(id) }
+            batchStored(by: batch.slot)
+        }
+    }
+
+    private func batchStored(by slot: SessionSlot) {
+        slot.batchesInFlight -= 1
+        if slot.batchesInFlight == Node.maxBatchesInFlight - 1, !slot.connection.isClosed, !slot.readPaused { slot.connection.resumeReading() }
+    }
+
     /// Stores verified records and relays the new ones to every other session.
     func store(_ records: [Record], from slot: SessionSlot?) {
+        store([(records, slot)])
+    }
+
+    /// Stores batches of verified records in one transaction, and relays each batch's new
+    /// records to every session but the one it came from.
+    func store(_ batches: [(records: [Record], slot: SessionSlot?)]) {
+        let records = batches.count == 1 ? batches[0].records : batches.flatMap(\.records)
+        guard !records.isEmpty else { return }
         let report: IngestReport
         do {
             report = try store.ingest(records, nowMillis: wallMillis())
@@ -70,10 +114,19 @@ extension Node {
         guard report.added > 0 else { return }
         let added = report.addedIndices.map { records[$0] }
         for record in added { recordSet.insert(clock: record.clock, id: record.id.bytes) }
-        if let slot, let peer = slot.peer, slot.machine.isReconciling == false, added.count > 1 {
-            log("received \(added.count) records from \(describe(peer))")
+        // Positions in `records` run batch after batch; `addedIndices` is ascending.
+        var position = 0, offset = 0
+        for (batch, slot) in batches {
+            let start = position
+            while position < added.count, report.addedIndices[position] < offset + batch.count { position += 1 }
+            offset += batch.count
+            let fresh = added[start..<position]
+            if fresh.isEmpty { continue }
+            if let slot, let peer = slot.peer, slot.machine.isReconciling == false, fresh.count > 1 {
+                log("received \(fresh.count) records from \(describe(peer))")
+            }
+            relay(fresh.map(\.encoded), except: slot)
         }
-        relay(added.map(\.encoded), except: slot)
         notifyObservers(added)
         if added.contains(where: Node.mayReferenceFiles) { fetchReferencedFiles() }
     }

@@ -9,14 +9,17 @@ extension Store {
         try db.all("SELECT clock, id FROM records") { (UInt64(bitPattern: $0.int64(0)), $0.blob(1)) }
     }
 
-    /// The encodings of the held records among `ids`.
+    /// The encodings of the held records among `ids`. One statement, fetched once and stepped
+    /// per id: answering a peer's `want` reads thousands of records in a row.
     public func records(withIDs ids: [Digest32]) throws -> [[UInt8]] {
         var out = [[UInt8]]()
         out.reserveCapacity(ids.count)
+        let statement = try db.cachedStatement("SELECT bytes FROM records WHERE id = ?")
+        defer { statement.reset(); statement.clearBindings() }
         for id in ids {
-            if let bytes = try db.first("SELECT bytes FROM records WHERE id = ?", [.blob(id.bytes)], { $0.blob(0) }) {
-                out.append(bytes)
-            }
+            statement.reset()
+            try statement.bind(.blob(id.bytes), at: 1)
+            if try statement.step() { out.append(statement.blob(0)) }
         }
         return out
     }

@@ -222,14 +222,16 @@ public struct PeerSession {
             // cannot make the node load or queue gigabytes; the rest is asked again next round.
             var seen = Set<Digest32>()
             let unique = ids.filter { seen.insert($0).inserted }
-            var actions = [Action]()
+            // The slices are gathered before sending, so the answer travels in full-sized
+            // `records` messages (the receiver stores one batch per message).
+            var answer = [[UInt8]]()
             var answered = 0
             for start in stride(from: 0, to: unique.count, by: 256) where answered < Self.maxWantAnswerBytes {
                 let records = source.records(Array(unique[start..<min(start + 256, unique.count)]))
                 answered += records.reduce(0) { $0 + $1.count }
-                actions += sendRecords(records)
+                answer += records
             }
-            return actions
+            return sendRecords(answer)
         case let .wantChunks(hashes):
             guard helloReceived else { return fail("wantChunks before hello", misbehaved: true) }
             var missing = [Digest32]()

@@ -53,6 +53,8 @@ enum RecordCodec {
             guard pairs.count <= RecordLimits.maxPairs else {
                 throw .invalidBody("\(pairs.count) pairs exceed the limit of \(RecordLimits.maxPairs)")
             }
+            // A single pair (nearly every write) has no order or ancestry to check.
+            guard pairs.count > 1 else { return }
             for (a, b) in zip(pairs, pairs.dropFirst()) {
                 guard Array(a.path.storageKey.utf8).lexicographicallyPrecedes(Array(b.path.storageKey.utf8)) else {
                     throw .invalidBody("paths not in strictly increasing order: \(a.path) then \(b.path)")
