@@ -10,18 +10,21 @@ extension Store {
     }
 
     /// The encodings of the held records among `ids`. One statement, fetched once and stepped
-    /// per id: answering a peer's `want` reads thousands of records in a row.
+    /// per id, in one read transaction (else each step locks and checks the WAL on its own):
+    /// answering a peer's `want` reads thousands of records in a row.
     public func records(withIDs ids: [Digest32]) throws -> [[UInt8]] {
-        var out = [[UInt8]]()
-        out.reserveCapacity(ids.count)
-        let statement = try db.cachedStatement("SELECT bytes FROM records WHERE id = ?")
-        defer { statement.reset(); statement.clearBindings() }
-        for id in ids {
-            statement.reset()
-            try statement.bind(.blob(id.bytes), at: 1)
-            if try statement.step() { out.append(statement.blob(0)) }
+        try readTransaction {
+            var out = [[UInt8]]()
+            out.reserveCapacity(ids.count)
+            let statement = try db.cachedStatement("SELECT bytes FROM records WHERE id = ?")
+            defer { statement.reset(); statement.clearBindings() }
+            for id in ids {
+                statement.reset()
+                try statement.bind(.blob(id.bytes), at: 1)
+                if try statement.step() { out.append(statement.blob(0)) }
+            }
+            return out
         }
-        return out
     }
 
     /// Records stored after arrival number `sequence` (by this or another process), oldest first.

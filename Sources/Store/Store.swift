@@ -40,6 +40,16 @@ public final class Store {
         }
     }
 
+    /// Runs several reads on one snapshot (another process may write in between otherwise), and
+    /// under one read lock: outside a transaction every statement takes and drops its own.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try db.transaction(.deferred, body)
+        } catch let error as SQLiteError {
+            throw StoreError.database(error)
+        }
+    }
+
     /// Runs `body` in one IMMEDIATE transaction, mapping SQLite failures to `StoreError`.
     func transaction<T>(_ body: () throws -> T) throws -> T {
         do {

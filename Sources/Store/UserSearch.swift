@@ -120,15 +120,6 @@ extension Store {
         }
         directoryBuilt = true
     }
-
-    /// Runs several reads on one snapshot (another process may write in between otherwise).
-    private func readTransaction<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try db.transaction(.deferred, body)
-        } catch let error as SQLiteError {
-            throw StoreError.database(error)
-        }
-    }
 }
 
 extension Store {
