@@ -79,12 +79,15 @@ enum MeshBenchmark {
         log("making \(n) records")
         let records = try makeRecords(n)
         let verifySample = Array(records.prefix(10_000))
-        let verifySeconds = measure { for r in verifySample where !r.verifySignature() { fatalError("bad signature") } }
-        let verifyRate = Double(verifySample.count) / verifySeconds
-        let ceiling = verifyRate * Double(cores)
+        // The verify rate is measured before each sync and after the last, and the best of
+        // these is the ceiling: on a shared machine a single measurement can land in a slow
+        // moment and flatter the ratio.
+        func verifyRate() -> Double {
+            Double(verifySample.count) / measure { for r in verifySample where !r.verifySignature() { fatalError("bad signature") } }
+        }
 
-        let dirA = try tempDirectory(), dirB = try tempDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dirA); try? FileManager.default.removeItem(atPath: dirB) }
+        let dirA = try tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dirA) }
         do {
             let seed = try Store(path: dirA + "/store.sqlite")
             for start in stride(from: 0, to: n, by: 5000) {
@@ -93,29 +96,44 @@ enum MeshBenchmark {
         }
         let a = try node(dirA, peers: [])
         try a.start()
-        let b = try node(dirB, peers: [a.listenAddress])
-        log("cold sync of \(n) records")
-        var count = 0
-        let seconds = try measure {
-            try b.start()
-            guard wait(for: b, records: n, timeout: 600) else { fatalError("cold sync did not finish") }
-            count = b.status().records
+        defer { a.stop() }
+        var verifyRates = [Double](), rates = [Double](), durations = [Double]()
+        for run in 1...coldSyncRuns {
+            verifyRates.append(verifyRate())
+            let dirB = try tempDirectory()
+            defer { try? FileManager.default.removeItem(atPath: dirB) }
+            let b = try node(dirB, peers: [a.listenAddress])
+            log("cold sync of \(n) records, run \(run) of \(coldSyncRuns)")
+            var count = 0
+            let seconds = try measure {
+                try b.start()
+                guard wait(for: b, records: n, timeout: 600) else { fatalError("cold sync did not finish") }
+                count = b.status().records
+            }
+            b.stop()
+            rates.append(Double(count) / seconds)
+            durations.append(seconds)
         }
-        a.stop()
-        b.stop()
-        let rate = Double(count) / seconds
+        verifyRates.append(verifyRate())
+        let verifyBest = verifyRates.max()!
+        let ceiling = verifyBest * Double(cores)
+        let median = rates.sorted()[rates.count / 2]
+        func f(_ x: Double) -> String { String(format: "%.0f", x) }
         return [
             "### Cold sync of \(n) records to a fresh node over loopback",
             "",
             "| measure | records/s |",
             "|---|---|",
-            "| raw Ed25519 verify, one core | \(String(format: "%.0f", verifyRate)) |",
-            "| ceiling: verify rate x \(cores) cores | \(String(format: "%.0f", ceiling)) |",
-            "| **cold sync: connect, reconcile, transfer, verify, store, materialize** | **\(String(format: "%.0f", rate))** |",
+            "| raw Ed25519 verify, one core (best of \(verifyRates.count), taken before each sync and after the last: \(verifyRates.map(f).joined(separator: ", "))) | \(f(verifyBest)) |",
+            "| ceiling: verify rate x \(cores) cores | \(f(ceiling)) |",
+            "| **cold sync: connect, reconcile, transfer, verify, store, materialize (median of \(coldSyncRuns): \(rates.map(f).joined(separator: ", ")))** | **\(f(median))** |",
             "",
-            "Cold sync / ceiling = \(String(format: "%.2f", rate / ceiling)) (target at least 0.50); \(String(format: "%.1f", seconds)) s in all.",
+            "Cold sync / ceiling = \(String(format: "%.2f", median / ceiling)) (target at least 0.50); each run took \(durations.map { String(format: "%.1f", $0) }.joined(separator: ", ")) s.",
         ]
     }
+
+    /// Cold syncs measured (each to a new empty node); the median counts.
+    static let coldSyncRuns = 3
 
     static func reconciliation(_ n: Int) -> [String] {
         log("reconciliation of \(n) against \(n)")

@@ -72,7 +72,7 @@ extension Node {
     }
 
     /// Batches a session may have between receipt and storage before its reading pauses.
-    static let maxBatchesInFlight = 4
+    static let maxBatchesInFlight = 8
     /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
     static let verifier = DispatchQueue(label: "lanchat.verify", qos: .userInitiated, attributes: .concurrent)
 
