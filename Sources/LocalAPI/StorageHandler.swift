@@ -44,6 +44,8 @@ struct StorageHandler {
             }
         } catch let error as RecordError {
             return APIResponse.error(400, "\(error)")
+        } catch StoreError.permissionDenied {
+            return APIResponse.error(403, "Permission denied")
         } catch {
             return APIResponse.error(500, "\(error)")
         }

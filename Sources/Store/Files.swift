@@ -35,10 +35,13 @@ extension Store {
 
     /// Stores `bytes` at `path`: sniffs the type (it must agree with `declaredType` if given),
     /// cuts and stores the chunks (each once), signs a manifest and a file entry. Durable on return.
+    /// A path that belongs to another user (`StorageRules`) is refused with `permissionDenied`
+    /// before anything is written: the entry would be signed and spread, and have no effect.
     @discardableResult
     public func putFile(_ path: String, bytes: [UInt8], declaredType: String? = nil, signer: PrivateKey,
                         nowMillis: UInt64, limit: Int = Store.defaultFileLimit) throws -> FileInfo {
         try FileEntry.validate(path: path)
+        try Store.checkMayWrite(path, signer: signer)
         let type = try Store.checkFile(bytes, declaredType: declaredType, limit: limit)
         let chunkSize = Store.chunkSize
         let chunks = stride(from: 0, to: bytes.count, by: chunkSize).map { bytes[$0..<min($0 + chunkSize, bytes.count)] }
@@ -53,6 +56,11 @@ extension Store {
         }
     }
 
+    /// Throws `permissionDenied` unless `signer` may write the storage path.
+    static func checkMayWrite(_ path: String, signer: PrivateKey) throws(StoreError) {
+        guard StorageRules.mayWrite(path, author: signer.publicKey.userID) else { throw .permissionDenied(path: path) }
+    }
+
     /// The content type of `bytes` if `putFile` would accept them, else the reason it would not:
     /// so a command can refuse a file before it writes anything else (a photo message).
     public static func checkFile(_ bytes: [UInt8], declaredType: String? = nil, limit: Int = Store.defaultFileLimit) throws(FileError) -> String {
@@ -65,9 +73,11 @@ extension Store {
         return type
     }
 
-    /// Deletes the file at `path` (a file entry naming nothing).
+    /// Deletes the file at `path` (a file entry naming nothing); `permissionDenied` for a path
+    /// that belongs to another user.
     public func deleteFile(_ path: String, signer: PrivateKey, nowMillis: UInt64) throws {
         try FileEntry.validate(path: path)
+        try Store.checkMayWrite(path, signer: signer)
         _ = try transaction { try writeRecord(.file(FileEntry(path: path, manifest: nil)), signer: signer, nowMillis: nowMillis) }
     }
 

@@ -162,7 +162,7 @@ struct FileStoreTests {
         #expect(info.manifest.size == UInt64(Self.smallPNG.count) && info.manifest.contentType == "image/png")
     }
 
-    @Test("a file entry for a path another user owns has no effect")
+    @Test("a path another user owns: refused locally, and an entry for it from a peer has no effect")
     func storageRules() throws {
         let store = try memoryStore()
         let aliceID = alice.publicKey.userID
@@ -173,11 +173,25 @@ struct FileStoreTests {
 
         let aliceManifest = try #require(try store.fileInfo(picture)).manifestID
 
-        // Bob stores the same paths later, locally and as records arriving from a peer.
-        try store.putFile(picture, bytes: Self.gif, signer: bob, nowMillis: 5_000)
+        // Bob cannot store or delete them locally: refused before anything is signed.
+        let recordsBefore = try count(store, "records")
+        func expectDenied(_ path: String, _ body: () throws -> Void) {
+            do {
+                try body()
+                Issue.record("\(path): expected permission denied")
+            } catch StoreError.permissionDenied(let denied) {
+                #expect(denied == path)
+            } catch {
+                Issue.record("\(path): \(error)")
+            }
+        }
+        expectDenied(picture) { try store.putFile(picture, bytes: Self.gif, signer: bob, nowMillis: 5_000) }
+        expectDenied(own) { try store.deleteFile(own, signer: bob, nowMillis: 7_000) }
+        #expect(try count(store, "records") == recordsBefore)
+        // Entries for them arriving from a peer have no effect.
         let forged = try Record.make(body: .file(FileEntry(path: own, manifest: nil)), clock: 6_000 << 16, signer: bob)
-        _ = try store.ingest([forged], nowMillis: 10_000)
-        try store.deleteFile(picture, signer: bob, nowMillis: 7_000)
+        let forgedPicture = try Record.make(body: .file(FileEntry(path: picture, manifest: nil)), clock: 6_001 << 16, signer: bob)
+        _ = try store.ingest([forged, forgedPicture], nowMillis: 10_000)
         #expect(try store.readFile(picture) == Self.smallPNG)
         #expect(try store.readFile(own) == Self.smallPNG)
         #expect(try store.fileInfo(picture)?.manifestID == aliceManifest)

@@ -1,0 +1,44 @@
+import Crypto
+import Foundation
+@testable import LocalAPI
+import Testing
+import Tree
+
+@Suite("Local API: storage")
+struct StorageTests {
+    /// Enough of a PNG for the type sniffer: the signature and an IHDR chunk.
+    static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8) + [UInt8](repeating: 1, count: 17)
+
+    static func upload(_ api: APIFixture, _ path: String, _ bytes: [UInt8]) throws -> HTTPReply {
+        let client = try api.client()
+        defer { client.close() }
+        let name = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? path
+        let head = "POST /v0/b/lanchat/o?name=\(name) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(APIFixture.token)\r\n"
+            + "Content-Type: image/png\r\nContent-Length: \(bytes.count)\r\n\r\n"
+        try client.send(Array(head.utf8) + bytes)
+        return try client.readResponse()
+    }
+
+    @Test func uploadsToTheUsersOwnPathsAndRefusesAnotherUsers() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let own = "\(api.node.userID)/photo.png"
+        let stored = try Self.upload(api, own, Self.png)
+        #expect(stored.status == 200)
+        #expect(stored.json?["contentType"] == "image/png")
+        let encoded = own.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let media = try api.call("GET", "/v0/b/lanchat/o/\(encoded)?alt=media")
+        #expect(media.status == 200 && media.body == Self.png)
+
+        // A path that belongs to someone else: 403, and nothing stored under it.
+        let other = PrivateKey().publicKey.userID
+        for path in ["\(other)/photo.png", "images/\(other)_profile_picture.png"] {
+            let refused = try Self.upload(api, path, Self.png)
+            #expect(refused.status == 403, "\(path)")
+            let encodedOther = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            #expect(try api.call("GET", "/v0/b/lanchat/o/\(encodedOther)").status == 404)
+        }
+        // Paths nobody owns are everyone's.
+        #expect(try Self.upload(api, "images/shared.png", Self.png).status == 200)
+    }
+}
