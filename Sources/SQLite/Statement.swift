@@ -91,6 +91,16 @@ public final class Statement {
         try SQLiteError.check(rc, db, sql: sql)
     }
 
+    /// Binds a blob lying in a larger buffer (a value inside a record's bytes) without first
+    /// copying it into an array of its own, as `SQLValue.blob` would need. Copied by SQLite.
+    public func bind(blob bytes: ArraySlice<UInt8>, at index: Int32) throws(SQLiteError) {
+        guard !bytes.isEmpty else { return try bind(.blob([]), at: index) }
+        let rc = bytes.withUnsafeBytes { raw in
+            sqlite3_bind_blob64(handle, index, raw.baseAddress, UInt64(raw.count), transientDestructor)
+        }
+        try SQLiteError.check(rc, db, sql: sql)
+    }
+
     /// Sets every parameter back to NULL, dropping copies of large bound blobs.
     /// https://sqlite.org/c3ref/clear_bindings.html
     public func clearBindings() {

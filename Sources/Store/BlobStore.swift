@@ -70,17 +70,25 @@ public enum StorageRules {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         if let first = segments.first, isUserID(first) { return String(first) }
         if segments.count >= 2, segments[0] == "images" {
-            let name = segments[1]
-            if let underscore = name.firstIndex(of: "_"), isUserID(name[..<underscore]) { return String(name[..<underscore]) }
+            // A user id is 43 characters and may itself contain "_" (base64url): the id is the
+            // first 43 characters of the name, and the "_" is the one right after them.
+            let name = segments[1].utf8
+            if name.count > userIDLength, name[name.index(name.startIndex, offsetBy: userIDLength)] == UInt8(ascii: "_") {
+                let id = Substring(name.prefix(userIDLength))
+                if isUserID(id) { return String(id) }
+            }
         }
         return nil
     }
+
+    /// Characters in a user id (32 bytes in unpadded base64url).
+    static let userIDLength = 43
 
     public static func mayWrite(_ path: String, author: String) -> Bool {
         owner(of: path).map { $0 == author } ?? true
     }
 
     static func isUserID(_ text: Substring) -> Bool {
-        text.utf8.count == 43 && Base64URL.decode(String(text))?.count == 32
+        text.utf8.count == userIDLength && Base64URL.decode(String(text))?.count == 32
     }
 }

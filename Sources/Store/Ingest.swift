@@ -51,10 +51,14 @@ extension Store {
 
     /// Inserts the record unless held; returns whether it was new.
     func insert(_ record: Record) throws -> Bool {
-        try db.run("INSERT OR IGNORE INTO records(id, clock, author, kind, bytes) VALUES (?, ?, ?, ?, ?)", [
-            .blob(record.id.bytes), .integer(Int64(bitPattern: record.clock)), .blob(record.author.bytes),
-            .integer(Int64(record.kind.rawValue)), .blob(record.encoded),
-        ])
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO records(id, clock, author, kind, bytes) VALUES (?, ?, ?, ?, ?)")
+        defer { statement.reset(); statement.clearBindings() }
+        try statement.bind(.blob(record.id.bytes), at: 1)
+        try statement.bind(.integer(Int64(bitPattern: record.clock)), at: 2)
+        try statement.bind(.blob(record.author.bytes), at: 3)
+        try statement.bind(.integer(Int64(record.kind.rawValue)), at: 4)
+        try statement.bind(.blob(record.encoded), at: 5)
+        while try statement.step() {}
         return db.changes == 1
     }
 
@@ -67,19 +71,25 @@ extension Store {
             try blobs.applyFile(entry, author: record.author, order: record.order.key)
         case let .write(pairs):
             let order = record.order.key
+            // Worked out once per record, and only when a protected zone needs them.
+            var valueEncodings: [ArraySlice<UInt8>]?
+            var authorID: String?
             var profileChanged = false
-            for pair in pairs {
+            for (index, pair) in pairs.enumerated() {
                 let zone = Zone.of(pair.path)
                 switch zone {
                 case .open:
                     try materializer.apply(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path), order: order)
                 case .user, .message:
-                    try zones.apply(pair, zone: zone, author: record.author, order: order)
-                    if case let .user(owner) = zone, owner == record.author.userID { profileChanged = true }
+                    if valueEncodings == nil { valueEncodings = record.pairValueEncodings }
+                    let uid = authorID ?? record.author.userID
+                    authorID = uid
+                    try zones.apply(pair, encodedValue: valueEncodings![index], zone: zone, author: record.author, authorID: uid, order: order)
+                    if case let .user(owner) = zone, owner == uid { profileChanged = true }
                 }
             }
             // The users directory follows the author's profile, in the same transaction.
-            if profileChanged { try refreshUserDirectory(uid: record.author.userID) }
+            if profileChanged, let authorID { try refreshUserDirectory(uid: authorID) }
         }
     }
 

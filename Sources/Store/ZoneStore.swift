@@ -10,33 +10,33 @@ import Wire
 struct ZoneStore {
     let db: Connection
 
-    /// Applies a pair written into `zone`.
-    func apply(_ pair: WritePair, zone: Zone, author: PublicKey, order: [UInt8]) throws {
+    /// Applies a pair written into `zone`. `encodedValue` is the pair's value as the record
+    /// carries it (canonical CBOR, what `TreeValueCodec.encode` would give) and `authorID` the
+    /// author's user id, both worked out once per record by the caller.
+    func apply(_ pair: WritePair, encodedValue: ArraySlice<UInt8>, zone: Zone, author: PublicKey, authorID: String,
+               order: [UInt8]) throws {
         // Someone else's pairs can never count in a profile, so they are not even kept.
-        if case let .user(uid) = zone, uid != author.userID { return }
-        let zoneKey = StoreKey.of(zone)
+        if case let .user(uid) = zone, uid != authorID { return }
+        assert(Array(encodedValue) == TreeValueCodec.encode(pair.value).encoded(), "a record's value bytes are not canonical")
         let root = zone.root
+        let zoneKey = StoreKey.of(root)
         let relative = pair.path.relative(to: root) ?? .root
-        let encodedValue = TreeValueCodec.encode(pair.value).encoded()
-        try db.run("INSERT OR IGNORE INTO zone_pairs(zone, ord, path, author, value) VALUES (?, ?, ?, ?, ?)", [
-            .text(zoneKey), .blob(order), .text(StoreKey.of(relative)), .blob(author.bytes), .blob(encodedValue),
-        ])
-        let effective = ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, author: author.bytes)
+        try insertPair(zone: zoneKey, order: order, path: StoreKey.of(relative), author: author.bytes, value: encodedValue)
+        let effective = ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID)
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
         // zone's root is the zone's whole value, already encoded.
-        let firstValue: SQLValue
+        let firstValue: ArraySlice<UInt8>?
         if !effective || pair.value == .null {
-            firstValue = .null
+            firstValue = nil
         } else if relative.isRoot {
-            firstValue = .blob(encodedValue)
+            firstValue = encodedValue
+        } else if case let .blob(bytes) = ZoneStore.encode(JSONValue.null.setting(relative, to: pair.value)) {
+            firstValue = bytes[...]
         } else {
-            firstValue = ZoneStore.encode(JSONValue.null.setting(relative, to: pair.value))
+            firstValue = nil
         }
-        try db.run("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)", [
-            .text(zoneKey), .blob(author.bytes), .blob(order), effective ? .blob(order) : .null, firstValue,
-        ])
-        if db.changes == 1 {
+        if try insertZone(zoneKey, owner: author.bytes, order: order, effective: effective, value: firstValue) {
             if effective { try noteReferences(zone, JSONValue.null.setting(relative, to: pair.value)) }
             return
         }
@@ -63,6 +63,33 @@ struct ZoneStore {
         let next = current.setting(relative, to: pair.value)
         try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?", [.blob(order), ZoneStore.encode(next), .text(zoneKey)])
         try noteReferences(zone, next)
+    }
+
+    /// Keeps a pair (unless held): the hot insert of every ingest, bound directly on its
+    /// cached statement rather than through an array of `SQLValue`s.
+    private func insertPair(zone: String, order: [UInt8], path: String, author: [UInt8], value: ArraySlice<UInt8>) throws {
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zone_pairs(zone, ord, path, author, value) VALUES (?, ?, ?, ?, ?)")
+        defer { statement.reset(); statement.clearBindings() }
+        try statement.bind(.text(zone), at: 1)
+        try statement.bind(.blob(order), at: 2)
+        try statement.bind(.text(path), at: 3)
+        try statement.bind(.blob(author), at: 4)
+        try statement.bind(blob: value, at: 5)
+        while try statement.step() {}
+    }
+
+    /// Creates the zone's row with this pair as its first (unless it exists); returns whether it
+    /// was created.
+    private func insertZone(_ zone: String, owner: [UInt8], order: [UInt8], effective: Bool, value: ArraySlice<UInt8>?) throws -> Bool {
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)")
+        defer { statement.reset(); statement.clearBindings() }
+        try statement.bind(.text(zone), at: 1)
+        try statement.bind(.blob(owner), at: 2)
+        try statement.bind(.blob(order), at: 3)
+        if effective { try statement.bind(.blob(order), at: 4) }  // otherwise left NULL
+        if let value { try statement.bind(blob: value, at: 5) }
+        while try statement.step() {}
+        return db.changes == 1
     }
 
     /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write order.
@@ -97,6 +124,12 @@ struct ZoneStore {
         guard case .message = zone else { return true }
         guard let key = try? PublicKey(bytes: author) else { return false }
         return Zone.keepsSenderID(path: path, value: value, author: key.userID)
+    }
+
+    /// The same rule for an author whose user id is already known.
+    static func obeysRules(_ zone: Zone, path: Path, value: JSONValue, authorID: String) -> Bool {
+        guard case .message = zone else { return true }
+        return Zone.keepsSenderID(path: path, value: value, author: authorID)
     }
 
     /// Notes the storage paths a zone's value refers to (a message's `photoURL`, a profile's

@@ -208,6 +208,12 @@ struct FileStoreTests {
         #expect(StorageRules.owner(of: own) == aliceID)
         #expect(StorageRules.owner(of: "images/cat.png") == nil)
         #expect(StorageRules.owner(of: "images/not_a_user.png") == nil)
+        // A user id may contain "_" itself (base64url): the owner is still the whole id.
+        let underscored = Base64URL.encode([UInt8](repeating: 0xFF, count: 31) + [0x3F])
+        #expect(underscored.contains("_") && underscored.utf8.count == 43)
+        #expect(StorageRules.owner(of: "images/\(underscored)_profile_picture.png") == underscored)
+        #expect(StorageRules.owner(of: "images/\(underscored)x_profile_picture.png") == nil)
+        #expect(StorageRules.owner(of: "images/\(underscored)") == nil)
     }
 
     @Test("manifest and file records survive export and import; the importer fetches the chunks")
