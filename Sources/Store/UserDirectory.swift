@@ -328,8 +328,8 @@ struct UserDirectory {
         // query may begin inside one (Hangul jamo).
         let query = Array(folded.utf8), wordQuery = Array((" " + folded).utf8)
         func tier(_ label: Int64) -> Int {
-            let name = Array(rows[label]!.folded.utf8)
-            return name == query ? 0 : Self.contains([0x20] + name, wordQuery) ? 1 : 2
+            let name = rows[label]!.folded
+            return name == query ? 0 : name.starts(with: query) || Self.contains(name, wordQuery) ? 1 : 2
         }
 
         var firstMatches: [Int64]? = nil
@@ -347,17 +347,29 @@ struct UserDirectory {
         func take(_ labels: [Int64]) {
             for label in labels where found.count < limit && seen.insert(label).inserted { found.append(label) }
         }
-        let exact = try db.all(Self.exactSQL, [.text(folded), .integer(Int64(limit))]) { $0.int64(0) }
-        take(exact)
-        // The word-start matches among the first substring matches are all those up to the last
-        // of them; if they fill the places left, they are the first word-start matches of all,
-        // and the word-start lookup is not needed.
-        let wordStartsSoFar = firstMatches?.filter { tier($0) <= 1 && !seen.contains($0) } ?? []
-        if wordStartsSoFar.count >= limit - found.count {
-            take(wordStartsSoFar)
+        // The first word-start matches in order: those among the first substring matches when
+        // they are enough (all word-start matches up to the last of those are among them), else
+        // a lookup. `limit` of them always fill the places the exact names leave, as the exact
+        // names are word-start matches too.
+        let words: [Int64]
+        let coveredUpTo: Int64?   // every word-start match up to this label is in `words`; nil: all are
+        let wordsInPrefix = firstMatches?.filter { tier($0) <= 1 } ?? []
+        if wordsInPrefix.count >= limit {
+            words = wordsInPrefix
+            coveredUpTo = firstMatches?.last
         } else {
-            take(try matches(wordStart, limit: limit + seen.count))
+            words = try matches(wordStart, limit: limit)
+            coveredUpTo = words.count < limit ? nil : words.last
         }
+        // The exact names (one folded name, so neighbours in the order) are all among `words`
+        // when no word-start match is missing, or when the covered stretch ends past the query's
+        // place in the order; only otherwise are they looked up.
+        let exactAreAmongWords = coveredUpTo.map { query.lexicographicallyPrecedes(rows[$0]!.folded) } ?? true
+        let exact = exactAreAmongWords
+            ? words.filter { tier($0) == 0 }
+            : try db.all(Self.exactSQL, [.text(folded), .integer(Int64(limit))]) { $0.int64(0) }
+        take(exact)
+        take(words)
         if found.count < limit {
             // The first substring matches serve if, after skipping those taken, they still hold
             // as many as are missing (they are a prefix of all the substring matches).
@@ -382,13 +394,14 @@ struct UserDirectory {
     /// A matching user as a search lookup returns them.
     private struct Match {
         let label: Int64
-        let folded: String
+        /// The folded name's UTF-8 bytes (compared bytewise, as the order is).
+        let folded: [UInt8]
         let entry: UserEntry
 
         /// From the columns of `columns`, in that order.
         init(_ row: Row) {
             label = row.int64(0)
-            folded = row.text(1)
+            folded = row.blob(1)
             entry = UserDirectory.entry(row, from: 2)
         }
     }
