@@ -23,6 +23,7 @@ import Foundation
 public enum TextFolding {
     public static func fold(_ s: String) -> String {
         if let ascii = foldASCII(s) { return ascii }
+        if let latin = foldLatin(s) { return latin }
         return foldUnicode(s)
     }
 
@@ -79,6 +80,52 @@ public enum TextFolding {
             return String(decoding: out, as: UTF8.self)
         }
     }
+
+    /// `fold` for text of ASCII, Latin letters (U+00C0 ... U+024F, U+1E00 ... U+1EFF: the
+    /// accented letters of Vietnamese, German, French and the like) and combining diacritics,
+    /// or nil for any other text. Such a letter folds the same alone as within any text (its
+    /// decomposition is a base letter and marks, which folding drops, whatever surrounds it), so
+    /// each one's fold is computed once by the general path (`latinLetters`) and looked up.
+    static func foldLatin(_ s: String) -> String? {
+        var out = String.UnicodeScalarView()
+        var pendingSpace = false
+        for scalar in s.unicodeScalars {
+            let v = scalar.value
+            switch v {
+            case 0x09...0x0D, 0x20:
+                pendingSpace = !out.isEmpty
+            case 0x00..<0x20, 0x7F, 0x300...0x36F:
+                continue  // controls, and combining diacritics (marks, dropped by the general path)
+            case 0x21..<0x7F:
+                if pendingSpace {
+                    out.append(" ")
+                    pendingSpace = false
+                }
+                out.append((0x41...0x5A).contains(v) ? Unicode.Scalar(v + 0x20)! : scalar)
+            default:
+                guard let folded = latinLetters[v] else { return nil }
+                if pendingSpace {
+                    out.append(" ")
+                    pendingSpace = false
+                }
+                out.append(contentsOf: folded.unicodeScalars)
+            }
+        }
+        return String(out)
+    }
+
+    /// The fold of each Latin letter `foldLatin` handles; letters whose fold is empty or holds
+    /// whitespace are left out (their text takes the general path).
+    static let latinLetters: [UInt32: String] = {
+        var table = [UInt32: String]()
+        for v in Array(UInt32(0xC0)...0x24F) + Array(UInt32(0x1E00)...0x1EFF) {
+            guard let scalar = Unicode.Scalar(v), !scalar.properties.isWhitespace else { continue }
+            let folded = foldUnicode(String(Character(scalar)))
+            guard !folded.isEmpty, !folded.unicodeScalars.contains(where: { $0.properties.isWhitespace }) else { continue }
+            table[v] = folded
+        }
+        return table
+    }()
 
     private static func isDropped(_ category: Unicode.GeneralCategory) -> Bool {
         switch category {

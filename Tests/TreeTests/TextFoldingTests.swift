@@ -91,6 +91,29 @@ struct TextFoldingTests {
             #expect(TextFolding.foldASCII(text) == TextFolding.foldUnicode(text), "\(bytes)")
         }
         #expect(TextFolding.foldASCII("Nguyễn") == nil)
+    }
+
+    @Test("the Latin fast path folds every text it takes exactly as the general path")
+    func latinFastPath() {
+        let letters = (Array(UInt32(0xC0)...0x24F) + Array(UInt32(0x1E00)...0x1EFF)).compactMap(Unicode.Scalar.init)
+        for letter in letters {
+            let text = "A" + String(Character(letter)) + " x" + String(Character(letter))
+            if let fast = TextFolding.foldLatin(text) { #expect(fast == TextFolding.foldUnicode(text), "U+\(String(letter.value, radix: 16))") }
+        }
+        var rng = SplitMix64(seed: 8)
+        let pool: [Unicode.Scalar] = letters + (UInt32(0x300)...0x36F).compactMap(Unicode.Scalar.init) + (UInt32(0)...0x7F).compactMap(Unicode.Scalar.init)
+        var taken = 0
+        for _ in 0..<3_000 {
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<Int(rng.next() % 12) { scalars.append(pool[Int(rng.next() % UInt64(pool.count))]) }
+            let text = String(scalars)
+            guard let fast = TextFolding.foldLatin(text) else { continue }
+            taken += 1
+            #expect(fast == TextFolding.foldUnicode(text), "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+        #expect(taken > 2_000)
+        #expect(TextFolding.foldLatin("Nguyễn Văn An") == "nguyen van an")
+        #expect(TextFolding.foldLatin("박준영") == nil)
         #expect(TextFolding.fold("  Alice\tSMITH \n") == "alice smith")
     }
 }
