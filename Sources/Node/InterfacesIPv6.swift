@@ -16,26 +16,21 @@ extension Interfaces {
     /// One entry per interface (the first link-local address of each), from getifaddrs.
     /// Loopback has no link-local address, so it never appears: IPv4 covers the nodes of one host.
     static func ipv6LinkLocal() -> [IPv6LinkLocal] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [] }
-        defer { freeifaddrs(list) }
         var result = [IPv6LinkLocal]()
-        var cursor: UnsafeMutablePointer<ifaddrs>? = first
-        while let entry = cursor {
-            defer { cursor = entry.pointee.ifa_next }
-            let flags = Int32(entry.pointee.ifa_flags)
-            guard let addr = entry.pointee.ifa_addr, addr.pointee.sa_family == sa_family_t(AF_INET6),
+        forEachAddress { entry in
+            let flags = Int32(entry.ifa_flags)
+            guard let addr = entry.ifa_addr, addr.pointee.sa_family == sa_family_t(AF_INET6),
                   flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST) != 0,
-                  flags & Int32(IFF_LOOPBACK) == 0 else { continue }
+                  flags & Int32(IFF_LOOPBACK) == 0 else { return }
             var storage = sockaddr_storage()
             withUnsafeMutableBytes(of: &storage) { bytes in
                 bytes.storeBytes(of: addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee },
                                  as: sockaddr_in6.self)
             }
-            guard let address = try? SocketAddress(storage: storage), address.isLinkLocal else { continue }
-            let name = String(cString: entry.pointee.ifa_name)
+            guard let address = try? SocketAddress(storage: storage), address.isLinkLocal else { return }
+            let name = String(cString: entry.ifa_name)
             let index = address.scopeID != 0 ? address.scopeID : if_nametoindex(name)
-            guard index != 0, !result.contains(where: { $0.index == index }) else { continue }
+            guard index != 0, !result.contains(where: { $0.index == index }) else { return }
             result.append(IPv6LinkLocal(name: name, index: index, address: address))
         }
         return result

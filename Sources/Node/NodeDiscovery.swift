@@ -148,7 +148,8 @@ extension Node {
     }
 }
 
-/// The host's IPv4 interfaces that are up and can multicast, from getifaddrs.
+/// The host's interfaces that beacons can use, from getifaddrs: IPv4 here, IPv6 link-local in
+/// InterfacesIPv6.swift.
 enum Interfaces {
     struct IPv4 {
         let name: String
@@ -156,24 +157,31 @@ enum Interfaces {
         let broadcast: SocketAddress?
     }
 
-    static func ipv4() -> [IPv4] {
+    /// Calls `body` with every entry of getifaddrs (the list lives only during the call).
+    static func forEachAddress(_ body: (ifaddrs) -> Void) {
         var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        guard getifaddrs(&list) == 0, let first = list else { return }
         defer { freeifaddrs(list) }
-        var result = [IPv4]()
         var cursor: UnsafeMutablePointer<ifaddrs>? = first
         while let entry = cursor {
-            defer { cursor = entry.pointee.ifa_next }
-            let flags = Int32(entry.pointee.ifa_flags)
+            body(entry.pointee)
+            cursor = entry.pointee.ifa_next
+        }
+    }
+
+    static func ipv4() -> [IPv4] {
+        var result = [IPv4]()
+        forEachAddress { entry in
+            let flags = Int32(entry.ifa_flags)
             // Loopback carries multicast between the nodes of one host even without IFF_MULTICAST.
-            guard let addr = entry.pointee.ifa_addr, addr.pointee.sa_family == sa_family_t(AF_INET),
-                  flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST | IFF_LOOPBACK) != 0 else { continue }
-            guard let address = host(of: addr).flatMap({ try? SocketAddress(host: $0, port: 0) }) else { continue }
+            guard let addr = entry.ifa_addr, addr.pointee.sa_family == sa_family_t(AF_INET),
+                  flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST | IFF_LOOPBACK) != 0 else { return }
+            guard let address = host(of: addr).flatMap({ try? SocketAddress(host: $0, port: 0) }) else { return }
             var broadcast: SocketAddress?
-            if flags & Int32(IFF_BROADCAST) != 0, let b = entry.pointee.ifa_ifu.ifu_broadaddr {
+            if flags & Int32(IFF_BROADCAST) != 0, let b = entry.ifa_ifu.ifu_broadaddr {
                 broadcast = host(of: b).flatMap { try? SocketAddress(host: $0, port: 0) }
             }
-            result.append(IPv4(name: String(cString: entry.pointee.ifa_name), address: address, broadcast: broadcast))
+            result.append(IPv4(name: String(cString: entry.ifa_name), address: address, broadcast: broadcast))
         }
         return result
     }
