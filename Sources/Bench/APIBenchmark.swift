@@ -134,7 +134,7 @@ enum APIBenchmark {
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
         for client in clients {
-            let box = BenchBox(client)
+            let box = UncheckedSendable(client)
             group.enter()
             Thread.detachNewThread {
                 var done = 0
@@ -165,7 +165,7 @@ enum APIBenchmark {
         let ready = DispatchSemaphore(value: 0)
         for stream in streams {
             try stream.send(Array("GET /latency.json HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8))
-            let box = BenchBox(stream)
+            let box = UncheckedSendable(stream)
             Thread.detachNewThread {
                 var events = EventReader()
                 var first = true
@@ -264,11 +264,6 @@ final class ArrivalTracker: @unchecked Sendable {
         }
         return completedAt[write]
     }
-}
-
-struct BenchBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }
 
 /// A blocking keep-alive client: sends a request, reads one response framed by Content-Length

@@ -53,7 +53,7 @@ public final class APIServer: @unchecked Sendable {
                 handler.start { [self] in connections.removeValue(forKey: key) }
             }
         }
-        let server = UncheckedServer(self)
+        let server = UncheckedSendable(self)
         let sweep = DispatchTimeInterval.milliseconds(max(10, Int(idleTimeoutSeconds * 1000 / 4)))
         idleSweep = RepeatingTimer(interval: sweep, queue: node.queue) { server.value.closeIdleConnections() }
     }
@@ -176,7 +176,7 @@ final class APIConnection {
     }
 
     private func scheduleDrainCheck() {
-        let box = UncheckedConnection(self)
+        let box = UncheckedSendable(self)
         schedule(after: APIConnection.drainCheckInterval, on: server.node.queue) { box.value.drainCheck() }
     }
 
@@ -237,16 +237,4 @@ final class APIConnection {
             connection.shutdownAfterWrites()
         }
     }
-}
-
-/// Lets the idle sweep hold the server, which is confined to the node's queue.
-struct UncheckedServer: @unchecked Sendable {
-    let value: APIServer
-    init(_ value: APIServer) { self.value = value }
-}
-
-/// Lets the drain timer hold a connection handler, which is confined to the node's queue.
-struct UncheckedConnection: @unchecked Sendable {
-    let value: APIConnection
-    init(_ value: APIConnection) { self.value = value }
 }

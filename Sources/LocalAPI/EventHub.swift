@@ -41,8 +41,8 @@ final class EventHub {
     /// run, writes would give no events.
     func start(ready: @escaping () -> Void) {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        let hub = UncheckedHub(self)
-        let readyBox = UncheckedReady(ready)
+        let hub = UncheckedSendable(self)
+        let readyBox = UncheckedSendable(ready)
         DispatchQueue.global().async {
             let token = hub.value.node.addObserver { records in hub.value.recordsAdded(records) }
             hub.value.node.queue.async {
@@ -139,16 +139,4 @@ final class EventHub {
             }
         }
     }
-}
-
-/// Carries the server's continuation onto the node's queue, where it runs.
-struct UncheckedReady: @unchecked Sendable {
-    let value: () -> Void
-    init(_ value: @escaping () -> Void) { self.value = value }
-}
-
-/// Lets timer and observer closures hold the hub, which is confined to the node's queue.
-struct UncheckedHub: @unchecked Sendable {
-    let value: EventHub
-    init(_ value: EventHub) { self.value = value }
 }

@@ -45,8 +45,8 @@ public final class Node: @unchecked Sendable {
     /// Chunks received in this turn of the queue, checked and stored together after it.
     var arrivedChunks: [ArrivedChunk] = []
     /// Where arrived chunks are checked against their hashes and stored, beside the node's queue.
-    let verifier = DispatchQueue(label: "lanchat.node.verify", qos: .userInitiated)
-    /// The store's connection for fetched chunks; used on `verifier` only.
+    let chunkQueue = DispatchQueue(label: "lanchat.node.chunks", qos: .userInitiated)
+    /// The store's connection for fetched chunks; used on `chunkQueue` only.
     let chunkWriter: ChunkWriter
     /// When each peer was last heard from (beacon or session), in wall-clock milliseconds.
     var lastHeard: [PublicKey: UInt64] = [:]

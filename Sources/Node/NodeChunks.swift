@@ -61,14 +61,14 @@ extension Node {
     }
 
     /// Checks the chunks that arrived in the last turn against their hashes and stores the good
-    /// ones in one transaction of the chunk writer's connection, on `verifier`, while this queue
+    /// ones in one transaction of the chunk writer's connection, on `chunkQueue`, while this queue
     /// goes on decrypting the next ones (hashing and storing 64 KiB cost more than decrypting
     /// it). The outcome comes back to this queue (`chunksChecked`).
     func checkArrivedChunks() {
         dispatchPrecondition(condition: .onQueue(queue))
         let arrived = arrivedChunks
         arrivedChunks = []
-        verifier.async { [self] in
+        chunkQueue.async { [self] in
             // Hashed across the cores that are free (a fast fetch brings several per turn).
             // Each iteration writes only its own element.
             nonisolated(unsafe) let checked = UnsafeMutableBufferPointer<VerifiedChunk?>.allocate(capacity: arrived.count)

@@ -185,9 +185,3 @@ extension Node {
         store([record], from: nil)
     }
 }
-
-/// Lets a buffer be written from `concurrentPerform`'s workers, each to its own slots.
-struct UncheckedSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}

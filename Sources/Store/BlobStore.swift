@@ -53,7 +53,7 @@ struct BlobStore {
     }
 
     /// Stores a chunk under `hash`, which the caller computed from `bytes` (putFile) or checked
-    /// against them (`Store.putChunk`): hashing is the costly part and is done once.
+    /// against them (`VerifiedChunk`, for the chunk writer): hashing is the costly part and is done once.
     /// Returns whether the chunk was new.
     @discardableResult
     func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {

@@ -125,29 +125,6 @@ extension Store {
     /// A held chunk's bytes (to serve a peer).
     public func chunk(_ hash: Digest32) throws -> [UInt8]? { try blobs.chunk(hash) }
 
-    /// Stores a chunk fetched from a peer if it is exactly the bytes of `hash`; false if not.
-    public func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
-        guard let chunk = VerifiedChunk(hash: hash, bytes: bytes) else { return false }
-        try putChunks([chunk])
-        return true
-    }
-
-    /// Stores fetched chunks (each checked against its hash by `VerifiedChunk`) in one
-    /// transaction: a node stores what arrived in one turn of its queue at once.
-    ///
-    /// The commit is not fsynced (`synchronous=NORMAL` for this transaction): the WAL keeps it
-    /// through a crash of the process, and a power loss can only lose chunks, which are then
-    /// missing and fetched again. The next durable commit syncs the WAL with it. An fsync per
-    /// 64 KiB chunk made fetching disk-bound.
-    public func putChunks(_ chunks: [VerifiedChunk]) throws {
-        guard !chunks.isEmpty else { return }
-        try db.execute("PRAGMA synchronous = NORMAL")
-        defer { try? db.execute("PRAGMA synchronous = FULL") }
-        try transaction {
-            for chunk in chunks { try blobs.putChunk(chunk.hash, chunk.bytes) }
-        }
-    }
-
     /// Files that messages or profiles refer to and whose chunks are not all here: fetched eagerly.
     public func referencedIncompleteFiles() throws -> [FileInfo] {
         let paths = try db.all("SELECT path FROM file_refs", []) { $0.text(0) }
@@ -164,7 +141,7 @@ extension Store {
     }
 }
 
-/// Chunk bytes known to be exactly the bytes of their hash: the only way into `putChunks`, so
+/// Chunk bytes known to be exactly the bytes of their hash: the only way into `ChunkWriter`, so
 /// the store never holds a chunk that does not match its address. Checking (hashing 64 KiB) is
 /// the costly part, so it is done once, where the chunk arrives, and may run on any thread.
 public struct VerifiedChunk: Sendable {

@@ -236,7 +236,9 @@ struct FileStoreTests {
         let deletes = decoded.filter { $0.body == .file(FileEntry(path: "images/gone.gif", manifest: nil)) }
         #expect(deletes.count == 1)
 
-        let target = try memoryStore()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let target = try Store(path: directory.path + "/store.sqlite")
         let report = try target.ingest(decoded, nowMillis: 10_000)
         #expect(report.added == decoded.count)
         let imported = try #require(try target.fileInfo("images/big.png"))
@@ -250,8 +252,12 @@ struct FileStoreTests {
         let first = info.manifest.chunks[0]
         var wrong = try #require(try source.chunk(first))
         wrong[0] ^= 1
-        #expect(try target.putChunk(first, wrong) == false)
-        for hash in info.manifest.chunks { #expect(try target.putChunk(hash, #require(try source.chunk(hash)))) }
+        #expect(VerifiedChunk(hash: first, bytes: wrong) == nil)
+        let writer = try target.chunkWriter()
+        for hash in info.manifest.chunks {
+            let held = try #require(try source.chunk(hash))
+            try writer.put([try #require(VerifiedChunk(hash: hash, bytes: held))])
+        }
         #expect(try target.readFile("images/big.png") == Self.largePNG)
     }
 
@@ -289,10 +295,9 @@ struct FileStoreTests {
         var encodings = [[UInt8]]()
         try source.forEachRecord { encodings.append($0) }
 
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-chunkwriter-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let target = try Store(path: dir + "/store.sqlite")
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let target = try Store(path: directory.path + "/store.sqlite")
         _ = try target.ingest(encodings.map { try Record.decode($0) }, nowMillis: 10_000)
         let writer = try target.chunkWriter()
 
@@ -329,4 +334,16 @@ struct FileStoreTests {
             #expect(throws: RecordError.self) { try Record.make(body: .file(FileEntry(path: path, manifest: nil)), clock: 1 << 16, signer: alice) }
         }
     }
+}
+
+/// A directory for a store in a file (the chunk writer needs one).
+struct TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-store-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
