@@ -96,13 +96,15 @@ struct ZoneStore {
     func refold(_ zone: Zone) throws {
         let zoneKey = StoreKey.of(zone)
         guard let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(zoneKey)], { $0.blob(0) }) else { return }
+        let root = zone.root
+        let ownerID = (try? PublicKey(bytes: owner))?.userID
         var value = JSONValue.null
         var last: [UInt8]?
         try db.query("SELECT path, value, ord FROM zone_pairs WHERE zone = ? AND author = ? ORDER BY ord", [.text(zoneKey), .blob(owner)]) { row in
             let relative = try StoreKey.path(row.text(0))
-            let absolute = try zone.root.appending(relative)
+            let absolute = try root.appending(relative)
             let pairValue = try TreeValueCodec.decode(CBORDecoder.decode(row.blob(1)), at: absolute)
-            guard ZoneStore.obeysRules(zone, path: absolute, value: pairValue, author: owner) else { return }
+            guard ZoneStore.obeysRules(zone, path: absolute, value: pairValue, authorID: ownerID) else { return }
             value = value.setting(relative, to: pairValue)
             last = row.blob(2)
         }
@@ -119,16 +121,11 @@ struct ZoneStore {
         return try ZoneStore.decode(bytes, zone: zone)
     }
 
-    /// The senderId rule of messages (the owner check is the caller's).
-    static func obeysRules(_ zone: Zone, path: Path, value: JSONValue, author: [UInt8]) -> Bool {
+    /// The senderId rule of messages (the owner check is the caller's), for an author's user id;
+    /// nil (an author that is not a valid key) obeys no message rule.
+    static func obeysRules(_ zone: Zone, path: Path, value: JSONValue, authorID: String?) -> Bool {
         guard case .message = zone else { return true }
-        guard let key = try? PublicKey(bytes: author) else { return false }
-        return Zone.keepsSenderID(path: path, value: value, author: key.userID)
-    }
-
-    /// The same rule for an author whose user id is already known.
-    static func obeysRules(_ zone: Zone, path: Path, value: JSONValue, authorID: String) -> Bool {
-        guard case .message = zone else { return true }
+        guard let authorID else { return false }
         return Zone.keepsSenderID(path: path, value: value, author: authorID)
     }
 
