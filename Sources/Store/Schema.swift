@@ -17,7 +17,8 @@ import SQLite
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
-/// - `users`, `users_fts`, `users_short` (migrations 2 and 3): the users directory, see `UserDirectory`.
+/// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
+///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
     static let migrator = Migrator([
         Migration(version: 1, name: "records and materialized tree", sql: """
@@ -101,5 +102,6 @@ enum Schema {
             INSERT OR REPLACE INTO meta(key, value) VALUES ('directory_built', NOT EXISTS (SELECT 1 FROM records));
             """),
         Migration(version: 3, name: "users directory keyed by order label", sql: UserDirectory.schema),
+        Migration(version: 4, name: "users directory trigram counts", sql: UserDirectory.gramsSchema),
     ])
 }

@@ -203,6 +203,7 @@ struct UserDirectory {
         try db.run("INSERT INTO users_fts(users_fts) VALUES ('delete-all')")
         try db.run("INSERT INTO users_short(users_short) VALUES ('delete-all')")
         try db.run("INSERT INTO users_names(users_names) VALUES ('delete-all')")
+        try db.run("DELETE FROM users_grams")
         for (uid, profile) in profiles { _ = try update(uid: uid, profile: profile) }
         try compact()
         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('directory_built', 1)")
@@ -215,6 +216,7 @@ struct UserDirectory {
         try db.run("INSERT INTO users_fts(rowid, text) VALUES (?, ?)", [.integer(user.label), .text(text)])
         try db.run("INSERT INTO users_short(rowid, grams) VALUES (?, ?)", [.integer(user.label), .text(Self.grams(text))])
         try db.run("INSERT INTO users_names(rowid, text) VALUES (?, ?)", [.integer(user.label), .text(user.nameText)])
+        try countGrams(of: text)
     }
 
     /// Removes a user's documents; contentless FTS5 needs the exact text that was indexed.
@@ -224,6 +226,7 @@ struct UserDirectory {
         try db.run("INSERT INTO users_names(users_names, rowid, text) VALUES ('delete', ?, ?)", [.integer(user.label), .text(user.nameText)])
         try db.run("INSERT INTO users_short(users_short, rowid, grams) VALUES ('delete', ?, ?)",
                    [.integer(user.label), .text(Self.grams(text))])
+        try uncountGrams(of: text)
     }
 
     /// A label for a user about to be inserted at `(folded, uid)`: between its neighbours'.
@@ -316,8 +319,18 @@ struct UserDirectory {
             wordStart = (Self.namesSQL, " " + folded)
         }
         var rows = [Int64: Match]()
+        // A long phrase is looked up by its rarest stretch, and each candidate checked whole.
+        var stretches = [String: String?]()
         func matches(_ lookup: (sql: String, phrase: String), limit: Int) throws -> [Int64] {
-            try db.all(lookup.sql, [.text(Self.phrase(lookup.phrase)), .integer(Int64(limit))]) { row in
+            var sql = lookup.sql, values: [SQLValue] = [.text(Self.phrase(lookup.phrase)), .integer(Int64(limit))]
+            if let filtered = Self.filteredSQL[lookup.sql] {
+                if stretches[lookup.phrase] == nil { stretches[lookup.phrase] = try rarestStretch(of: lookup.phrase) }
+                if let stretch = stretches[lookup.phrase]! {
+                    sql = filtered
+                    values = [.text(Self.phrase(stretch)), .integer(Int64(limit)), .text(lookup.phrase)]
+                }
+            }
+            return try db.all(sql, values) { row in
                 let match = Match(row)
                 rows[match.label] = match
                 return match.label
@@ -419,6 +432,18 @@ struct UserDirectory {
         SELECT \(columns) FROM users_short JOIN users ON users.label = users_short.rowid
         WHERE users_short MATCH ? ORDER BY users_short.rowid LIMIT ?
         """
+    /// `trigramSQL` and `namesSQL` for a stretch of the phrase (?1), keeping the matches whose
+    /// document holds the whole phrase (?3): the document as the index has it, from the row.
+    private static let filteredSQL: [String: String] = [
+        trigramSQL: """
+            SELECT \(columns) FROM users_fts JOIN users ON users.label = users_fts.rowid
+            WHERE users_fts MATCH ?1 AND instr(\(documentSQL), ?3) ORDER BY users_fts.rowid LIMIT ?2
+            """,
+        namesSQL: """
+            SELECT \(columns) FROM users_names JOIN users ON users.label = users_names.rowid
+            WHERE users_names MATCH ?1 AND instr(' ' || users.folded, ?3) ORDER BY users_names.rowid LIMIT ?2
+            """,
+    ]
     private static let exactSQL = "SELECT label FROM users WHERE folded = ? ORDER BY uid LIMIT ?"
     private static let rowsSQL = "SELECT \(columns) FROM users WHERE label IN (SELECT value FROM json_each(?))"
 
