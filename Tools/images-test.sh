@@ -93,13 +93,13 @@ check "no message from refused files" "$before" "$("$LANCHAT" messages --data "$
 
 # Kill a receiver in the middle of a ~20 MiB image; restarted, it fetches only what it lacked.
 kill "${pids[3]}"; wait "${pids[3]}" 2>/dev/null  # two nodes are enough here, and faster
-chunk_rows() { "$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1], timeout=10).execute("SELECT count(*) FROM chunks").fetchone()[0])' "$work/n2/store.sqlite"; }
+chunk_rows() { "$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1], timeout=10).execute("SELECT count(*) FROM chunks").fetchone()[0])' "$work/n2/store.chunks.sqlite"; }
 rows0=$(chunk_rows)
 size=$(stat -c %s "$work/big.png")
 total=$(( (size + 65535) / 65536 ))
 key=$("$LANCHAT" send-image --data "$work/n1" general "$work/big.png" 2>/dev/null)
 # Wait (polling every 0.1 s) until node 2 holds some of its chunks, then kill it at once.
-"$PY" - "$work/n2/store.sqlite" "$((rows0 + 8))" <<'EOF'
+"$PY" - "$work/n2/store.chunks.sqlite" "$((rows0 + 8))" <<'EOF'
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], timeout=10)
 deadline = time.time() + 60

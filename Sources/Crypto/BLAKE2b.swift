@@ -14,6 +14,13 @@ public struct Digest32: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     public var description: String { Hex.encode(bytes) }
     public static func < (a: Digest32, b: Digest32) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+
+    /// The 32 bytes in one call: an array's own hashing feeds the hasher byte by byte, and
+    /// digests are hashed on every set and dictionary access of a chunk fetch (equal digests
+    /// have equal bytes, so this agrees with `==`).
+    public func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
 }
 
 /// BLAKE2b (RFC 7693) through libsodium's `crypto_generichash`.

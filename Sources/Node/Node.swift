@@ -42,8 +42,11 @@ public final class Node: @unchecked Sendable {
     var fetcher = ChunkFetcher<ObjectIdentifier>()
     /// Files being fetched, by storage path, for the log line when each completes.
     var fileFetches: [String: FileFetch] = [:]
-    /// Chunks received in this turn of the queue, checked and stored together after it.
+    /// Chunks received and not yet handed to `chunkQueue`, checked and stored together.
     var arrivedChunks: [ArrivedChunk] = []
+    /// Whether a batch of chunks is being checked and stored on `chunkQueue`: the chunks that
+    /// arrive meanwhile wait, and go as one batch (one commit) when it is done.
+    var storingChunks = false
     /// Where arrived chunks are checked against their hashes and stored, beside the node's queue.
     let chunkQueue = DispatchQueue(label: "lanchat.node.chunks", qos: .userInitiated)
     /// The store's connection for fetched chunks; used on `chunkQueue` only.

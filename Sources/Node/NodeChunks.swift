@@ -51,7 +51,8 @@ extension Node {
 
     /// A chunk from a peer. It counts as received at once, so the peer's window refills without
     /// waiting; it is checked against its hash and stored with the others that arrived in this
-    /// turn of the queue (`checkArrivedChunks`). The caller schedules further requests.
+    /// turn of the queue, or while the previous batch was being stored (`checkArrivedChunks`).
+    /// The caller schedules further requests.
     func chunkArrived(_ hash: Digest32, _ bytes: [UInt8], from slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard fetcher.isWanted(hash) else { return }  // late duplicate or unrequested: ignore
@@ -60,12 +61,18 @@ extension Node {
         arrivedChunks.append(ArrivedChunk(hash: hash, bytes: bytes, slot: slot))
     }
 
-    /// Checks the chunks that arrived in the last turn against their hashes and stores the good
-    /// ones in one transaction of the chunk writer's connection, on `chunkQueue`, while this queue
-    /// goes on decrypting the next ones (hashing and storing 64 KiB cost more than decrypting
-    /// it). The outcome comes back to this queue (`chunksChecked`).
+    /// Checks the chunks that arrived against their hashes and stores the good ones in one
+    /// transaction of the chunk writer's connection, on `chunkQueue`, while this queue goes on
+    /// decrypting the next ones (hashing and storing 64 KiB cost more than decrypting it). The
+    /// outcome comes back to this queue (`chunksChecked`).
+    ///
+    /// One batch at a time: chunks that arrive while one is stored wait for it and form the next
+    /// batch, so when storing lags behind the network the batches grow, and with them the chunks
+    /// per commit, instead of queueing up many small commits each with its own fixed cost.
     func checkArrivedChunks() {
         dispatchPrecondition(condition: .onQueue(queue))
+        guard !storingChunks, !arrivedChunks.isEmpty else { return }
+        storingChunks = true
         let arrived = arrivedChunks
         arrivedChunks = []
         chunkQueue.async { [self] in
@@ -89,8 +96,11 @@ extension Node {
     /// Files completed by stored chunks are logged (their chunks are durable by now). A chunk
     /// that did not match its hash is wanted again from another peer, and its sender is
     /// disconnected and ignored for a while. If the commit failed the chunks are wanted again.
+    /// The chunks that arrived meanwhile go next.
     func chunksChecked(stored: [Digest32], bad: [ArrivedChunk], failure: String?) {
         dispatchPrecondition(condition: .onQueue(queue))
+        storingChunks = false
+        checkArrivedChunks()
         for arrival in bad {
             let peer = ObjectIdentifier(arrival.slot)
             fetcher.want([arrival.hash])
@@ -119,14 +129,13 @@ extension Node {
 
     /// Counts a stored chunk against the files being fetched; logs each file that completes.
     func noteFetched(_ hash: Digest32) {
-        for (path, var fetch) in fileFetches where fetch.hashes.contains(hash) {
-            fetch.fetched += 1
-            fetch.remaining.remove(hash)
-            if fetch.remaining.isEmpty {
+        // Changed in place: a copy taken out of the dictionary would copy its sets on each change.
+        for path in Array(fileFetches.keys) where fileFetches[path]?.hashes.contains(hash) == true {
+            fileFetches[path]?.fetched += 1
+            fileFetches[path]?.remaining.remove(hash)
+            if let fetch = fileFetches[path], fetch.remaining.isEmpty {
                 fileFetches.removeValue(forKey: path)
                 log("fetched \(fetch.fetched) chunks of \(path) (\(fetch.held) were here already)")
-            } else {
-                fileFetches[path] = fetch
             }
         }
     }

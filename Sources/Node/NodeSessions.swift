@@ -51,7 +51,7 @@ extension Node {
     private func attach(_ slot: SessionSlot) {
         let key = ObjectIdentifier(slot)
         sessions[key] = slot
-        slot.connection.start(onRead: { [self] bytes in
+        slot.connection.start(onReadBuffer: { [self] bytes in
             guard let slot = sessions[key] else { return }
             slot.lastActivity = monotonicSeconds()
             if let peer = slot.peer { lastHeard[peer] = wallMillis() }
@@ -206,4 +206,8 @@ struct StoreSource: RecordSource {
     }
 
     func chunk(_ hash: Digest32) -> [UInt8]? { try? node.store.chunk(hash) }
+
+    func withChunk(_ hash: Digest32, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        (try? node.store.withChunk(hash, body)) ?? false
+    }
 }

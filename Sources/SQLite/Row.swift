@@ -30,6 +30,11 @@ public struct Row {
     public func text(_ index: Int32) -> String { statement.text(index) }
     /// Column `index` as bytes (NULL reads as []).
     public func blob(_ index: Int32) -> [UInt8] { statement.blob(index) }
+
+    /// Column `index`'s bytes without a copy, valid only during `body` (see `Statement.withBlob`).
+    public func withBlob<T>(_ index: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        try statement.withBlob(index, body)
+    }
     /// Column `index` with its storage class preserved.
     public func value(_ index: Int32) -> SQLValue { statement.value(index) }
     /// Column `name` with its storage class preserved; `.null` if there is no such column.

@@ -101,6 +101,25 @@ public final class Statement {
         try SQLiteError.check(rc, db, sql: sql)
     }
 
+    /// Binds `bytes` at `index` without SQLite copying them (SQLITE_STATIC), runs `body`, and
+    /// then resets the statement and clears its bindings, so SQLite holds the pointer only while
+    /// the caller guarantees it. Why: storing a 64 KiB chunk copied it once more for the binding
+    /// alone. `body` must finish its use of the statement (step it) before returning.
+    public func withBorrowedBlob<T>(_ bytes: ArraySlice<UInt8>, at index: Int32, _ body: () throws -> T) throws -> T {
+        try bytes.withUnsafeBytes { raw in
+            defer {
+                reset()
+                clearBindings()
+            }
+            // A nil pointer would bind NULL: an empty blob is bound as a real, copied one.
+            let rc = raw.isEmpty
+                ? sqlite3_bind_zeroblob(handle, index, 0)
+                : sqlite3_bind_blob64(handle, index, raw.baseAddress, UInt64(raw.count), nil)
+            try SQLiteError.check(rc, db, sql: sql)
+            return try body()
+        }
+    }
+
     /// Sets every parameter back to NULL, dropping copies of large bound blobs.
     /// https://sqlite.org/c3ref/clear_bindings.html
     public func clearBindings() {
@@ -188,6 +207,15 @@ public final class Statement {
         guard let raw = sqlite3_column_blob(handle, index) else { return [] }
         let count = Int(sqlite3_column_bytes(handle, index))
         return [UInt8](UnsafeRawBufferPointer(start: raw, count: count))
+    }
+
+    /// Calls `body` with column `index`'s bytes where SQLite holds them (empty for NULL), so a
+    /// large blob can be copied once, straight to where it is going, rather than first into an
+    /// array of its own. The pointer is valid only during the call.
+    public func withBlob<T>(_ index: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        guard let raw = sqlite3_column_blob(handle, index) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        let count = Int(sqlite3_column_bytes(handle, index))
+        return try body(UnsafeRawBufferPointer(start: raw, count: count))
     }
 
     /// Column `index` exactly as stored, keeping its storage class (NULL vs empty blob,

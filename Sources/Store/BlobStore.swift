@@ -13,8 +13,8 @@ public struct FileInfo: Sendable, Equatable {
     public var isComplete: Bool { missing.isEmpty }
 }
 
-/// The blob store (Protocol.md §3.6, §8.5): chunks addressed by their BLAKE2b-256 hash and
-/// stored once whatever references them; manifests; and the file entries that name them.
+/// The blob store's records (Protocol.md §3.6, §8.5): manifests, and the file entries that name
+/// them. The chunks they list are in the chunk file (`ChunkStore`).
 struct BlobStore {
     let db: Connection
 
@@ -44,22 +44,6 @@ struct BlobStore {
         }
     }
 
-    func hasChunk(_ hash: Digest32) throws -> Bool {
-        try db.first("SELECT 1 FROM chunks WHERE hash = ?", [.blob(hash.bytes)]) { _ in true } ?? false
-    }
-
-    func chunk(_ hash: Digest32) throws -> [UInt8]? {
-        try db.first("SELECT bytes FROM chunks WHERE hash = ?", [.blob(hash.bytes)]) { $0.blob(0) }
-    }
-
-    /// Stores a chunk under `hash`, which the caller computed from `bytes` (putFile) or checked
-    /// against them (`VerifiedChunk`, for the chunk writer): hashing is the costly part and is done once.
-    /// Returns whether the chunk was new.
-    @discardableResult
-    func putChunk(_ hash: Digest32, _ bytes: [UInt8]) throws -> Bool {
-        try db.run("INSERT OR IGNORE INTO chunks(hash, bytes) VALUES (?, ?)", [.blob(hash.bytes), .blob(bytes)])
-        return db.changes == 1
-    }
 }
 
 /// Who may write a storage path: a path whose first segment is a user id, or an image named

@@ -4,15 +4,15 @@ import SQLite
 /// Runs the WAL checkpoints that a connection's commits call for, on a queue and connection of
 /// their own (used by `ChunkWriter`).
 ///
-/// Why: SQLite checkpoints inside the commit that crosses its threshold (1000 pages), so the
-/// committing thread copies 4 MB into the database and waits for two fsyncs. A 20 MiB fetch
-/// crossed it five times and stalled on it for most of its time. Here the commit only notes
-/// the WAL's size, and every 1000 pages of growth a passive checkpoint runs elsewhere: the same
-/// copying and syncing, beside the writer. Durability does not change: committed transactions
-/// are in the WAL, which recovery replays after a crash.
+/// Why: SQLite checkpoints inside the commit that crosses its threshold, so the committing
+/// thread copies some 4 MB into the database and waits for two fsyncs. A 20 MiB fetch crossed it
+/// five times and stalled on it for most of its time. Here the commit only notes the WAL's
+/// size, and every `framesPerCheckpoint` pages of growth a passive checkpoint runs elsewhere: the
+/// same copying and syncing, beside the writer. Durability does not change: committed
+/// transactions are in the WAL, which recovery replays after a crash.
 final class BackgroundCheckpointer: @unchecked Sendable {
-    /// WAL growth, in frames (pages), between checkpoints: SQLite's own default.
-    static let framesPerCheckpoint = 1000
+    /// WAL growth, in frames (pages), between checkpoints.
+    let framesPerCheckpoint: Int
 
     private let queue = DispatchQueue(label: "lanchat.store.checkpoint", qos: .utility)
     /// Used on `queue` only.
@@ -20,8 +20,9 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// The WAL's size when a checkpoint last ran. Used on `queue` only.
     private var checkpointedAt = 0
 
-    init(path: String) throws(SQLiteError) {
+    init(path: String, framesPerCheckpoint: Int) throws(SQLiteError) {
         connection = try Connection(path: path)
+        self.framesPerCheckpoint = framesPerCheckpoint
     }
 
     /// After a commit, with the frames now in the WAL: a checkpoint runs every
@@ -30,7 +31,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     func committed(walFrames: Int) {
         queue.async { [self] in
             if walFrames < checkpointedAt { checkpointedAt = 0 }
-            guard walFrames >= checkpointedAt + Self.framesPerCheckpoint else { return }
+            guard walFrames >= checkpointedAt + framesPerCheckpoint else { return }
             checkpointedAt = walFrames
             _ = try? connection.checkpointPassive()
         }

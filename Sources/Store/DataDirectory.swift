@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The layout of a node's data directory: `identity.key` (the Ed25519 seed, mode 0600) and
-/// `store.sqlite` (records and the materialized tree, in WAL mode).
+/// The layout of a node's data directory: `identity.key` (the Ed25519 seed, mode 0600),
+/// `store.sqlite` (records and the materialized tree, in WAL mode) and beside it
+/// `store.chunks.sqlite` (the chunks of files, see `ChunkStore`).
 public struct DataDirectory: Sendable {
     public let path: String
 

@@ -48,8 +48,15 @@ extension Store {
         let hashes = chunks.map { BLAKE2b.digest256($0) }
         let manifest = Manifest(blob: BLAKE2b.digest256(bytes), size: UInt64(bytes.count), contentType: type,
                                 chunkSize: UInt64(chunkSize), chunks: hashes)
+        // The chunks are durable in their own file before any record names them.
+        do {
+            try chunkDB.transaction(.immediate) {
+                for (hash, chunk) in zip(hashes, chunks) { try chunkStore.put(hash, chunk) }
+            }
+        } catch let error as SQLiteError {
+            throw StoreError.database(error)
+        }
         return try transaction {
-            for (hash, chunk) in zip(hashes, chunks) { try blobs.putChunk(hash, Array(chunk)) }
             let manifestRecord = try writeRecord(.manifest(manifest), signer: signer, nowMillis: nowMillis)
             _ = try writeRecord(.file(FileEntry(path: path, manifest: manifestRecord.id)), signer: signer, nowMillis: nowMillis)
             return FileInfo(path: path, manifestID: manifestRecord.id, manifest: manifest, missing: [])
@@ -93,7 +100,7 @@ extension Store {
         var missing = [Digest32]()
         var seen = Set<Digest32>()
         for hash in manifest.chunks where seen.insert(hash).inserted {
-            if !(try blobs.hasChunk(hash)) { missing.append(hash) }
+            if !(try chunkStore.has(hash)) { missing.append(hash) }
         }
         return missing
     }
@@ -107,7 +114,7 @@ extension Store {
         var bytes = [UInt8]()
         bytes.reserveCapacity(Int(info.manifest.size))
         for hash in info.manifest.chunks {
-            guard let chunk = try blobs.chunk(hash) else { throw FileError.incomplete(path: path, missing: 1, of: info.manifest.chunks.count) }
+            guard let chunk = try chunkStore.bytes(hash) else { throw FileError.incomplete(path: path, missing: 1, of: info.manifest.chunks.count) }
             bytes += chunk
         }
         guard BLAKE2b.digest256(bytes) == info.manifest.blob else { throw FileError.incomplete(path: path, missing: 0, of: info.manifest.chunks.count) }
@@ -123,7 +130,13 @@ extension Store {
     }
 
     /// A held chunk's bytes (to serve a peer).
-    public func chunk(_ hash: Digest32) throws -> [UInt8]? { try blobs.chunk(hash) }
+    public func chunk(_ hash: Digest32) throws -> [UInt8]? { try chunkStore.bytes(hash) }
+
+    /// Calls `body` with a held chunk's bytes, valid only during the call, and returns whether
+    /// the chunk is held: `chunk` without the copy into an array (to serve a peer).
+    public func withChunk(_ hash: Digest32, _ body: (UnsafeRawBufferPointer) -> Void) throws -> Bool {
+        try chunkStore.withBytes(hash, body)
+    }
 
     /// Files that messages or profiles refer to and whose chunks are not all here: fetched eagerly.
     public func referencedIncompleteFiles() throws -> [FileInfo] {
@@ -156,23 +169,26 @@ public struct VerifiedChunk: Sendable {
     }
 }
 
-/// Stores fetched chunks through a connection of its own, so a node's queue does not spend its
-/// time in SQLite while the next chunks are waiting to be decrypted: the node hashes and stores
-/// each batch of arrived chunks beside its queue. Use from one thread or serial queue at a time.
+/// Stores fetched chunks through a connection of its own to the chunk file, so a node's queue
+/// does not spend its time in SQLite while the next chunks are waiting to be decrypted: the node
+/// hashes and stores each batch of arrived chunks beside its queue. Use from one thread or serial
+/// queue at a time.
 ///
 /// Its commits are not fsynced (`synchronous=NORMAL`): the WAL keeps them through a crash of the
-/// process, and a power loss can only lose chunks, which are then missing and fetched again;
-/// the next durable commit of the store syncs the WAL with them. Only `VerifiedChunk`s get in,
-/// so whatever is stored matches its hash. The checkpoints its commits call for run on a
-/// connection and thread of their own (`BackgroundCheckpointer`), not inside its commits.
+/// process, and a power loss can only lose the last chunks stored (never tear one: SQLite checks
+/// the WAL's frames when it recovers), which are then missing and fetched again; the next
+/// checkpoint or durable commit of the chunk file syncs them. Only `VerifiedChunk`s get in, so
+/// whatever is stored matches its hash. The checkpoints its commits call for run on a connection
+/// and thread of their own (`BackgroundCheckpointer`), not inside its commits.
 public final class ChunkWriter: @unchecked Sendable {
     let db: Connection
     private let checkpointer: BackgroundCheckpointer
 
+    /// `path` is the chunk file (`Store.chunkPath`).
     init(path: String) throws {
         db = try Connection(path: path)
         try db.execute("PRAGMA synchronous = NORMAL")
-        let checkpointer = try BackgroundCheckpointer(path: path)
+        let checkpointer = try BackgroundCheckpointer(path: path, framesPerCheckpoint: ChunkStore.framesPerCheckpoint)
         self.checkpointer = checkpointer
         db.setWALHook { frames in checkpointer.committed(walFrames: frames) }
     }
@@ -180,9 +196,9 @@ public final class ChunkWriter: @unchecked Sendable {
     /// Stores the chunks in one transaction (those already held are skipped).
     public func put(_ chunks: [VerifiedChunk]) throws {
         guard !chunks.isEmpty else { return }
-        let blobs = BlobStore(db: db)
+        let store = ChunkStore(db: db)
         try db.transaction(.immediate) {
-            for chunk in chunks { try blobs.putChunk(chunk.hash, chunk.bytes) }
+            for chunk in chunks { try store.put(chunk.hash, chunk.bytes[...]) }
         }
     }
 }

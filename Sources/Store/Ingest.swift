@@ -95,4 +95,5 @@ extension Store {
 
     var materializer: Materializer { Materializer(db: db) }
     var blobs: BlobStore { BlobStore(db: db) }
+    var chunkStore: ChunkStore { ChunkStore(db: chunkDB) }
 }

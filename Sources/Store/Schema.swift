@@ -1,3 +1,5 @@
+import Crypto
+import Crypto
 import SQLite
 
 /// The store's schema as numbered migrations (never edit a shipped one; add the next number).
@@ -14,13 +16,40 @@ import SQLite
 ///   or a message changes owner.
 /// - `chunks`, `manifests`, `files`: the blob store: chunks by hash (each stored once), the
 ///   manifests that list them, and the storage paths that name a manifest (last writer wins).
+///   Migration 5 moves the chunks to a file of their own (`ChunkStore`) and drops `chunks` here.
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
-    static let migrator = Migrator([
+    /// The migrations; `chunks` is the chunk file that migration 5 moves the chunks into.
+    static func migrator(chunks: ChunkStore) -> Migrator {
+        // The migrator runs on the caller's thread, the store's, which owns both connections.
+        nonisolated(unsafe) let chunks = chunks
+        return Migrator(migrations + [
+            Migration(version: 5, name: "chunks in a file of their own") { db in try moveChunks(from: db, to: chunks) },
+        ])
+    }
+
+    /// Copies every chunk of the store's `chunks` table into the chunk file and drops the table
+    /// (a store without the table has nothing to move).
+    ///
+    /// The copy commits in the chunk file (durably) before the store's migration transaction
+    /// drops the table, since the two files do not commit together: a crash in between leaves
+    /// the table in place and the migration runs again, skipping the chunks already copied.
+    static func moveChunks(from db: Connection, to chunks: ChunkStore) throws {
+        guard try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'chunks'") == 1 else { return }
+        try chunks.db.transaction(.immediate) {
+            try db.query("SELECT hash, bytes FROM chunks ORDER BY id") { row in
+                try chunks.put(try Digest32(bytes: row.blob(0)), row.blob(1)[...])
+            }
+        }
+        try db.execute("DROP TABLE chunks")
+    }
+
+    /// Migrations 1 to 4, which need nothing but the store's file.
+    static let migrations = [
         Migration(version: 1, name: "records and materialized tree", sql: """
             CREATE TABLE meta (
                 key TEXT PRIMARY KEY,
@@ -103,5 +132,5 @@ enum Schema {
             """),
         Migration(version: 3, name: "users directory keyed by order label", sql: UserDirectory.schema),
         Migration(version: 4, name: "users directory trigram counts", sql: UserDirectory.gramsSchema),
-    ])
+    ]
 }

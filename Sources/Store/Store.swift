@@ -3,12 +3,15 @@ import SQLite
 import Tree
 import Wire
 
-/// A node's durable state: its records and the tree they materialize, in one SQLite file.
+/// A node's durable state: its records and the tree they materialize in one SQLite file, and the
+/// chunks of its files in another beside it (`ChunkStore`).
 ///
 /// Not thread-safe by design: the owner (the CLI, or later the node's serial queue) confines a
 /// store to one thread, as its SQLite connection requires.
 public final class Store {
     let db: Connection
+    /// The chunk file's connection (`ChunkStore`), confined with `db` to the store's owner.
+    let chunkDB: Connection
     /// The hybrid logical clock, persisted in `meta` so that restarts never reuse a timestamp
     /// even if the wall clock went backwards.
     var clock: HybridLogicalClock
@@ -19,8 +22,9 @@ public final class Store {
     var directoryBuilt = false
     public let path: String
 
-    /// Opens (creating if needed) the store at `path`, applies pending migrations and sets WAL
-    /// with `synchronous=FULL`, so a committed write survives a crash or power loss.
+    /// Opens (creating if needed) the store at `path` and its chunk file, applies pending
+    /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or
+    /// power loss.
     public init(path: String) throws(StoreError) {
         self.path = path
         do {
@@ -29,15 +33,32 @@ public final class Store {
             // A larger page cache and memory-mapped reads: the tree's indexes are read on every
             // write, and the default 2 MB cache sends most reads to the kernel.
             try db.execute("PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456; PRAGMA temp_store = MEMORY")
-            _ = try Schema.migrator.migrate(db)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+        // Opened once the store's own file is known to be a database, so a wrong path creates
+        // no chunk file beside it.
+        let chunkPath = ChunkStore.chunkPath(forStoreAt: path)
+        do {
+            chunkDB = try ChunkStore.open(path: chunkPath)
+        } catch {
+            throw Self.storeError(error, path: chunkPath)
+        }
+        do {
+            _ = try Schema.migrator(chunks: ChunkStore(db: chunkDB)).migrate(db)
             let last = try db.scalarInt("SELECT value FROM meta WHERE key = 'clock'") ?? 0
             clock = HybridLogicalClock(last: UInt64(bitPattern: last))
-        } catch let error as SQLiteError {
-            if error.isCorrupt { throw .corrupt(path: path, reason: error.message) }
-            throw .database(error)
         } catch {
-            throw .corrupt(path: path, reason: "\(error)")
+            throw Self.storeError(error, path: path)
         }
+    }
+
+    /// An error met while opening the file at `path`, as the store reports it.
+    private static func storeError(_ error: any Error, path: String) -> StoreError {
+        if let error = error as? SQLiteError {
+            return error.isCorrupt ? .corrupt(path: path, reason: error.message) : .database(error)
+        }
+        return .corrupt(path: path, reason: "\(error)")
     }
 
     /// Runs several reads on one snapshot (another process may write in between otherwise), and
@@ -59,15 +80,18 @@ public final class Store {
         }
     }
 
-    /// A connection of its own for storing fetched chunks, for use on another thread than this
-    /// store's (`ChunkWriter`). Only for a store in a file: another connection to an in-memory
-    /// store would open a different, empty database.
+    /// Path of the file that holds this store's chunks.
+    public var chunkPath: String { ChunkStore.chunkPath(forStoreAt: path) }
+
+    /// A connection of its own to the chunk file for storing fetched chunks, for use on another
+    /// thread than this store's (`ChunkWriter`). Only for a store in a file: another connection
+    /// to an in-memory database would open a different, empty one.
     public func chunkWriter() throws(StoreError) -> ChunkWriter {
         do {
-            guard try db.journalMode == .wal else {
+            guard try chunkDB.journalMode == .wal else {
                 throw StoreError.io(path: path, reason: "a chunk writer needs a store in a file (in WAL mode)")
             }
-            return try ChunkWriter(path: path)
+            return try ChunkWriter(path: chunkPath)
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {
@@ -82,8 +106,14 @@ public final class Store {
         Int(try db.scalarInt("SELECT count(*) FROM records") ?? 0)
     }
 
-    /// `PRAGMA integrity_check` rows: `["ok"]` for a sound file.
-    public func integrityCheck() throws -> [String] { try db.integrityCheck() }
+    /// `PRAGMA integrity_check` rows of the store and of its chunk file: `["ok"]` when both
+    /// are sound; otherwise each problem, those of the chunk file prefixed with its name.
+    public func integrityCheck() throws -> [String] {
+        let main = try db.integrityCheck()
+        let chunks = try chunkDB.integrityCheck()
+        if main == ["ok"], chunks == ["ok"] { return ["ok"] }
+        return main.filter { $0 != "ok" } + chunks.filter { $0 != "ok" }.map { "chunks: " + $0 }
+    }
 
     /// Calls `body` with every record's bytes in arrival order, without loading them all at once.
     public func forEachRecord(_ body: ([UInt8]) throws -> Void) throws {

@@ -56,10 +56,13 @@ public struct ChunkFetcher<Peer: Hashable> {
 
     /// A chunk arrived from `peer` and was stored (the caller checked its hash).
     public mutating func received(_ hash: Digest32, from peer: Peer) {
-        if let flight = inFlight.removeValue(forKey: hash) { outstanding[flight.peer, default: 1] -= 1 }
+        if let flight = inFlight.removeValue(forKey: hash) {
+            outstanding[flight.peer, default: 1] -= 1
+        } else {
+            queue.removeAll { $0 == hash }  // a chunk in flight is not queued: no scan then
+        }
         wanted.remove(hash)
         lacking.removeValue(forKey: hash)
-        queue.removeAll { $0 == hash }
     }
 
     /// `peer` does not hold these chunks: ask someone else.
@@ -89,10 +92,14 @@ public struct ChunkFetcher<Peer: Hashable> {
             requeue(hash)
         }
         guard !peers.isEmpty, !queue.isEmpty else { return [] }
+        // Every window full (the usual case while chunks stream in): nothing to look at.
+        guard peers.contains(where: { (outstanding[$0] ?? 0) < window }) else { return [] }
         var requests: [Peer: [Digest32]] = [:]
         var deferred: [Digest32] = []
-        while let hash = queue.first {
-            queue.removeFirst()
+        var next = 0
+        while next < queue.count {
+            let hash = queue[next]
+            next += 1
             let excluded = lacking[hash] ?? []
             var chosen: Peer?
             for offset in 0..<peers.count {
@@ -112,7 +119,9 @@ public struct ChunkFetcher<Peer: Hashable> {
             outstanding[peer, default: 0] += 1
             requests[peer, default: []].append(hash)
         }
-        queue = deferred + queue
+        // In place: building a new queue would retain and release every digest in it, on every
+        // chunk that arrives.
+        queue.replaceSubrange(0..<next, with: deferred)
         return requests.map { ($0.key, $0.value) }
     }
 

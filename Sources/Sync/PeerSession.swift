@@ -13,10 +13,20 @@ public protocol RecordSource {
     func summary() -> (count: UInt64, fingerprint: [UInt8])
     /// A held chunk's bytes, to serve a peer's `wantChunks`.
     func chunk(_ hash: Digest32) -> [UInt8]?
+    /// Calls `body` with a held chunk's bytes, valid only during the call, and returns whether
+    /// the chunk is held. The session copies them straight into its output; a source that keeps
+    /// chunks elsewhere than in arrays (the node's store) saves a copy of every chunk served.
+    func withChunk(_ hash: Digest32, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool
 }
 
 extension RecordSource {
     public func chunk(_ hash: Digest32) -> [UInt8]? { nil }
+
+    public func withChunk(_ hash: Digest32, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        guard let bytes = chunk(hash) else { return false }
+        bytes.withUnsafeBytes(body)
+        return true
+    }
 }
 
 /// One session with a peer, as a state machine: bytes from the TCP connection in, bytes to send
@@ -103,6 +113,11 @@ public struct PeerSession {
 
     /// Bytes from the connection.
     public mutating func receive(_ bytes: [UInt8], from source: RecordSource) -> [Action] {
+        bytes.withUnsafeBytes { receive($0, from: source) }
+    }
+
+    /// Bytes from the connection, where it read them (copied into the session's buffer).
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer, from source: RecordSource) -> [Action] {
         if case .closed = state { return [] }  // nothing more is read (or buffered)
         noiseFrames.append(bytes)
         var actions = [Action]()
@@ -234,14 +249,20 @@ public struct PeerSession {
             return sendRecords(answer)
         case let .wantChunks(hashes):
             guard helloReceived else { return fail("wantChunks before hello", misbehaved: true) }
+            guard case .open = state else { return [] }
             var missing = [Digest32]()
             var seen = Set<Digest32>()
-            var found = [(Digest32, [UInt8])]()
-            for hash in hashes where seen.insert(hash).inserted {  // each chunk once per request
-                if let bytes = source.chunk(hash) { found.append((hash, bytes)) } else { missing.append(hash) }
+            var reserved = false
+            for (index, hash) in hashes.enumerated() where seen.insert(hash).inserted {  // each chunk once per request
+                let held = source.withChunk(hash) { bytes in
+                    // Room for this chunk and the rest, taken as the same size (a file's chunks
+                    // are, but its last), so the burst grows the output buffer once.
+                    if !reserved { output.reserve((hashes.count - index) * (bytes.count + 64)) }
+                    reserved = true
+                    sendChunk(hash, bytes)
+                }
+                if !held { missing.append(hash) }
             }
-            output.reserve(found.reduce(0) { $0 + $1.1.count + 64 })
-            for (hash, bytes) in found { sendChunk(hash, bytes) }
             return missing.isEmpty ? [] : send(.noChunks(missing))
         case let .chunk(hash, bytes):
             guard helloReceived else { return fail("chunk before hello", misbehaved: true) }
@@ -318,7 +339,7 @@ public struct PeerSession {
     }
 
     /// `send(.chunk(hash, bytes))` without encoding the chunk into an intermediate array.
-    private mutating func sendChunk(_ hash: Digest32, _ bytes: [UInt8]) {
+    private mutating func sendChunk(_ hash: Digest32, _ bytes: UnsafeRawBufferPointer) {
         guard case .open = state else { return }
         output.append(SessionMessage.chunkFramePrefix(hash, byteCount: bytes.count))
         output.append(bytes)

@@ -34,7 +34,8 @@ public final class TCPConnection: @unchecked Sendable {
     private var writeSource: WatchedSource?
     private var readBuffer: UnsafeMutableRawBufferPointer?
     private var outgoing = OutgoingBuffer()
-    private var onRead: (([UInt8]) -> Void)?
+    /// Called with each read, in the read buffer (valid only during the call).
+    private var onRead: ((UnsafeRawBufferPointer) -> Void)?
     private var onClose: ((SocketError?) -> Void)?
     private var isStarted = false
     private var isReadingPaused = false
@@ -76,6 +77,13 @@ public final class TCPConnection: @unchecked Sendable {
     ///     the error otherwise. If the connection already failed before
     ///     `start`, it is called right away with that error.
     public func start(onRead: @escaping ([UInt8]) -> Void, onClose: @escaping (SocketError?) -> Void) {
+        start(onReadBuffer: { onRead([UInt8]($0)) }, onClose: onClose)
+    }
+
+    /// `start(onRead:onClose:)` for a reader that copies what it reads where it needs it (a
+    /// session's frame buffer): `onReadBuffer` gets the bytes in the connection's read buffer,
+    /// valid only during the call, so they are not first copied into an array of their own.
+    public func start(onReadBuffer onRead: @escaping (UnsafeRawBufferPointer) -> Void, onClose: @escaping (SocketError?) -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
         precondition(!isStarted, "TCPConnection.start called twice")
         isStarted = true
@@ -128,7 +136,7 @@ public final class TCPConnection: @unchecked Sendable {
                 finish(nil)
                 return
             }
-            onRead([UInt8](UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+            onRead(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
         }
     }
 

@@ -156,9 +156,14 @@ public enum SessionMessage: Equatable, Sendable {
 /// arrays. A slice from `next` must be dropped before the next `append`, or the append copies the
 /// whole buffer (copy-on-write) rather than compacting it in place.
 public struct FrameReader: Sendable {
+    /// Bytes `start..<end` are received and not yet handed out. Past `end` the buffer keeps
+    /// bytes already used, as room for the next ones: growing an array means initializing the
+    /// new room, and a decryption written into fresh room every time zeroed each byte first.
     private var buffer: [UInt8] = []
     /// Where the first unread byte is.
     private var start = 0
+    /// Where the unread bytes end.
+    private var end = 0
     public let maxFrameBytes: Int
     public let minFrameBytes: Int
     public let prefixBytes: Int
@@ -178,34 +183,44 @@ public struct FrameReader: Sendable {
     }
 
     /// Bytes received but not yet handed out as frames.
-    public var bufferedCount: Int { buffer.count - start }
+    public var bufferedCount: Int { end - start }
 
     /// Adds received bytes (frames are taken with `next`).
     public mutating func append(_ bytes: some Collection<UInt8>) {
-        compact()
-        buffer.append(contentsOf: bytes)
+        _ = append(count: bytes.count) { room in
+            room.copyBytes(from: bytes)
+            return true
+        }
+    }
+
+    /// `append` for bytes in a buffer (a connection's read buffer): one copy, with no generic
+    /// code between the caller's module and this one.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        _ = append(count: bytes.count) { room in
+            room.copyMemory(from: bytes)
+            return true
+        }
     }
 
     /// Adds `count` bytes written by `fill` straight into the buffer (a decryption's output).
     /// If `fill` returns false, nothing is added.
     public mutating func append(count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Bool) -> Bool {
         compact()
-        let old = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: count))
-        let filled = buffer.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
-        if !filled { buffer.removeLast(count) }
+        if buffer.count < end + count { buffer.append(contentsOf: repeatElement(0, count: end + count - buffer.count)) }
+        let filled = buffer.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[end..<end + count])) }
+        if filled { end += count }
         return filled
     }
 
     /// The next complete frame's body, or nil until more bytes arrive. Throws, before anything is
     /// buffered for it, when the next frame declares a length outside the bounds.
     public mutating func next() throws(SessionMessage.DecodeError) -> ArraySlice<UInt8>? {
-        guard buffer.count - start >= prefixBytes else { return nil }
+        guard end - start >= prefixBytes else { return nil }
         var length = 0
         for index in start..<start + prefixBytes { length = length << 8 | Int(buffer[index]) }
         guard length >= minFrameBytes else { throw .malformed("a frame of \(length) bytes, below the minimum of \(minFrameBytes)") }
         guard length <= maxFrameBytes else { throw .frameTooLarge(length) }
-        guard buffer.count - start - prefixBytes >= length else { return nil }
+        guard end - start - prefixBytes >= length else { return nil }
         let body = buffer[start + prefixBytes..<start + prefixBytes + length]
         start += prefixBytes + length
         return body
@@ -215,12 +230,16 @@ public struct FrameReader: Sendable {
     /// only once they are many, so a stream of small frames is not moved down byte by byte.
     private mutating func compact() {
         guard start > 0 else { return }
-        if start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
+        if start == end {
             start = 0
+            end = 0
         } else if start > 1 << 16 {
-            buffer.removeFirst(start)
+            let (from, count) = (start, end - start)
+            buffer.withUnsafeMutableBytes { raw in
+                raw.baseAddress!.copyMemory(from: raw.baseAddress! + from, byteCount: count)
+            }
             start = 0
+            end = count
         }
     }
 }

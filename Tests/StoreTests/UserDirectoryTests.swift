@@ -364,7 +364,11 @@ struct UserDirectoryTests {
     @Test("migration 2 builds the directory from profiles already in the tree")
     func migration() throws {
         let path = "/tmp/lanchat-dir-migration-\(UInt64.random(in: 0...UInt64.max)).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        defer {
+            for file in [path, ChunkStore.chunkPath(forStoreAt: path)] {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+            }
+        }
         do {
             let store = try Store(path: path)
             let key = directoryKey(1)
