@@ -60,6 +60,8 @@ public final class Node: @unchecked Sendable {
     var sequenceAtLastTick: Int64 = -1
     /// Verified batches of records waiting for the queue to store them (`storeVerified`).
     var verified: [(records: [Record], slot: SessionSlot, ids: [RecordID])] = []
+    /// Whether a `storeVerified` is queued already.
+    var storeScheduled = false
     /// Ids of the records received and not yet stored (being verified, or in `verified`).
     var arriving = Set<RecordID>()
     var observers: [Int: ([Record]) -> Void] = [:]

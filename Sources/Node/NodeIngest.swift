@@ -9,8 +9,10 @@ import Wire
 /// pushed on to the other peers. Records out: local writes pushed at once.
 extension Node {
     /// Decodes and verifies records on every core. `nil` if any record is invalid: a peer that
-    /// sends one is disconnected, since honest nodes only relay verified records.
-    static func verify(_ encodings: [[UInt8]]) -> [Record]? {
+    /// sends one is disconnected, since honest nodes only relay verified records. `ids` are the
+    /// encodings' BLAKE2b-256 hashes, worked out already to drop duplicates, so not again here.
+    static func verify(_ encodings: [[UInt8]], ids: [Digest32]) -> [Record]? {
+        precondition(ids.count == encodings.count, "one id per encoding")
         let results = UnsafeMutableBufferPointer<Record?>.allocate(capacity: encodings.count)
         results.initialize(repeating: nil)
         defer { results.deinitialize(); results.deallocate() }
@@ -18,7 +20,7 @@ extension Node {
         let chunk = 64
         DispatchQueue.concurrentPerform(iterations: (encodings.count + chunk - 1) / chunk) { part in
             for i in (part * chunk)..<min((part + 1) * chunk, encodings.count) {
-                slots.value[i] = try? Record.decode(encodings[i])
+                slots.value[i] = try? Record.decode(encodings[i], hashedAs: ids[i])
             }
         }
         var records = [Record]()
@@ -42,21 +44,26 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         var fresh = [[UInt8]]()
         var ids = [RecordID]()
+        var digests = [Digest32]()
         fresh.reserveCapacity(encodings.count)
         ids.reserveCapacity(encodings.count)
+        digests.reserveCapacity(encodings.count)
         for bytes in encodings {
-            let id = RecordID(BLAKE2b.digest256(bytes).bytes)
+            let digest = BLAKE2b.digest256(bytes)
+            let id = RecordID(digest.bytes)
             guard !recordSet.contains(id), arriving.insert(id).inserted else { continue }
             fresh.append(bytes)
             ids.append(id)
+            digests.append(digest)
         }
         guard !fresh.isEmpty else { return }
         slot.batchesInFlight += 1
         if slot.batchesInFlight == Node.maxBatchesInFlight { slot.connection.pauseReading() }
         let batch = UncheckedSendable(fresh)
         let batchIDs = ids
+        let batchDigests = digests
         Node.verifier.async { [self] in
-            let records = Node.verify(batch.value).map(UncheckedSendable.init)
+            let records = Node.verify(batch.value, ids: batchDigests).map(UncheckedSendable.init)
             queue.async { [self] in
                 guard let records else {
                     for id in batchIDs { arriving.remove(id) }
@@ -65,23 +72,42 @@ extension Node {
                     return
                 }
                 verified.append((records.value, slot, batchIDs))
-                // Batches verified while the queue was busy wait here and are stored together.
-                if verified.count == 1 { queue.async { [self] in storeVerified() } }
+                scheduleStore()
             }
         }
     }
 
-    /// Batches a session may have between receipt and storage before its reading pauses.
-    static let maxBatchesInFlight = 8
+    /// Batches a session may have between receipt and storage before its reading pauses. Enough
+    /// that verification still has batches to work on while the queue stores earlier ones.
+    static let maxBatchesInFlight = 12
+    /// Records stored in one turn of the queue (whole batches, at least one).
+    static let maxRecordsPerStore = 8192
     /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
     static let verifier = DispatchQueue(label: "lanchat.verify", qos: .userInitiated, attributes: .concurrent)
 
-    /// Stores every verified batch waiting, in one transaction (one commit, one fsync), then
-    /// lets their sessions be read again.
+    private func scheduleStore() {
+        guard !storeScheduled else { return }
+        storeScheduled = true
+        queue.async { [self] in storeVerified() }
+    }
+
+    /// Stores the verified batches waiting, in one transaction (one commit, one fsync), then
+    /// lets their sessions be read again. Batches verified while the queue was busy are stored
+    /// together, up to `maxRecordsPerStore`; the rest wait for the next turn, so that reads
+    /// (more records to verify) are not held up behind one long transaction while the verifier
+    /// runs dry.
     func storeVerified() {
         dispatchPrecondition(condition: .onQueue(queue))
-        let waiting = verified
-        verified = []
+        storeScheduled = false
+        var count = 0
+        var taken = 0
+        while taken < verified.count, taken == 0 || count + verified[taken].records.count <= Node.maxRecordsPerStore {
+            count += verified[taken].records.count
+            taken += 1
+        }
+        let waiting = verified[..<taken]
+        verified.removeFirst(taken)
+        if !verified.isEmpty { scheduleStore() }
         store(waiting.filter { sessions[ObjectIdentifier($0.slot)] != nil }.map { (records: $0.records, slot: Optional($0.slot)) })
         for batch in waiting {
             for id in batch.ids { arriving.remove(id) }

@@ -102,8 +102,12 @@ extension Node {
                 log("connected to \(describe(author)) at \(slot.connection.remoteAddress) (\(count) records)")
                 fetcher.peerJoined(ObjectIdentifier(slot))
                 scheduleChunkFetches()
-                if slot.outbound { perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot) }
+                if slot.outbound {
+                    slot.roundStartedAt = monotonicSeconds()
+                    perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
+                }
             case let .received(records):
+                slot.recordsReceived += records.count
                 ingest(records, from: slot)
             case let .roundComplete(sent, requested):
                 if sent > 0 || requested > 0, let peer = slot.peer {
@@ -159,6 +163,9 @@ extension Node {
         }
     }
 
+    /// Longest a session moving records goes without a round started by this node.
+    static let maxRoundDeferral: Double = 30
+
     func isBanned(_ host: String) -> Bool {
         guard let until = banned[host] else { return false }
         if until > monotonicSeconds() { return true }
@@ -168,6 +175,11 @@ extension Node {
 
     /// Every anti-entropy interval: pick up records written by other processes, reconcile with
     /// one random connected peer, expire lost peers, close idle sessions, redial manual peers.
+    ///
+    /// A session still moving records is passed over for up to `maxRoundDeferral`: a round there
+    /// would find the records in flight missing and move them all a second time (during a cold
+    /// sync, that doubled the records read, sent and hashed, and stalled the sender's queue
+    /// reading them while the receiver ran dry).
     func antiEntropyTick() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard running else { return }
@@ -176,7 +188,12 @@ extension Node {
         for slot in sessions.values where now - slot.lastActivity > config.idleTimeoutSeconds {
             close(slot, reason: "idle", misbehaved: false)
         }
-        if let slot = sessions.values.filter({ $0.established && !$0.machine.isReconciling }).randomElement() {
+        let candidates = sessions.values.filter { slot in
+            let moving = slot.isMovingRecords()  // called for every session: it takes the tick's count
+            return slot.established && !slot.machine.isReconciling && (!moving || now - slot.roundStartedAt >= Node.maxRoundDeferral)
+        }
+        if let slot = candidates.randomElement() {
+            slot.roundStartedAt = now
             perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
         }
         expirePeers(now: now)

@@ -42,12 +42,28 @@ final class SessionSlot: @unchecked Sendable {
     var batchesInFlight = 0
     /// The manual peer this session serves, if any.
     var manualAddress: SocketAddress?
+    /// Records received on this session so far.
+    var recordsReceived = 0
+    /// Records received plus records sent, as counted at the previous anti-entropy tick.
+    var recordsMovedAtTick = 0
+    /// When this node last started a reconciliation round here (when the session opened, before any).
+    var roundStartedAt: Double
 
     init(connection: TCPConnection, machine: PeerSession, outbound: Bool, now: Double) {
         self.connection = connection
         self.machine = machine
         self.outbound = outbound
         lastActivity = now
+        roundStartedAt = now
+    }
+
+    /// Whether records are still moving on this session: some arrived or left since the previous
+    /// tick, arrived ones wait to be stored, or sent ones wait for the peer to read them. Takes
+    /// the tick's count, so call it once per session and tick.
+    func isMovingRecords() -> Bool {
+        let moved = recordsReceived + machine.recordsSent
+        defer { recordsMovedAtTick = moved }
+        return moved != recordsMovedAtTick || batchesInFlight > 0 || connection.pendingWriteBytes > 0
     }
 
     var peer: PublicKey? { machine.peer }

@@ -77,6 +77,8 @@ public struct PeerSession {
     private var reconciling: NegentropySession?
     private var roundSent = 0
     private var roundRequested = 0
+    /// Records written to the peer so far (pushed, offered in a round, or answering a `want`).
+    public private(set) var recordsSent = 0
 
     /// The handshake's prologue: binds the protocol version into the handshake hash.
     public static let prologue = Array("lanchat/session/v1".utf8)
@@ -314,6 +316,8 @@ public struct PeerSession {
 
     /// Batches records into `records` messages of bounded size.
     private mutating func sendRecords(_ records: [[UInt8]]) -> [Action] {
+        guard case .open = state else { return [] }
+        recordsSent += records.count
         var actions = [Action]()
         var batch = [[UInt8]]()
         var size = 0

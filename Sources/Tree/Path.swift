@@ -43,19 +43,27 @@ public struct Path: Sendable, CustomStringConvertible {
     /// Parses the exact form produced by `storageKey`: "" or "/a/b" with no
     /// empty segments. Stricter than `init(_:)` because stored keys must be
     /// canonical (one path, one spelling).
+    ///
+    /// Every record carries its paths in this form, so it is parsed in one pass over the
+    /// contiguous UTF-8 rather than through the generic `split`.
     public init(storageKey: String) throws(TreeError) {
         if storageKey.isEmpty {
             self = .root
             return
         }
-        let utf8 = storageKey.utf8
-        guard utf8.first == UInt8(ascii: "/") else { throw .invalidStorageKey(storageKey) }
-        let pieces = utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        var segments: [String] = []
-        for piece in pieces {
-            guard !piece.isEmpty else { throw .invalidStorageKey(storageKey) }
-            segments.append(String(decoding: piece, as: UTF8.self))
+        var text = storageKey
+        let segments = text.withUTF8 { utf8 -> [String]? in
+            guard utf8.first == UInt8(ascii: "/") else { return nil }
+            var segments: [String] = []
+            var start = 1
+            for end in 1...utf8.count where end == utf8.count || utf8[end] == UInt8(ascii: "/") {
+                guard end > start else { return nil }  // an empty segment (or a trailing "/")
+                segments.append(String(decoding: UnsafeBufferPointer(rebasing: utf8[start..<end]), as: UTF8.self))
+                start = end + 1
+            }
+            return segments
         }
+        guard let segments else { throw .invalidStorageKey(storageKey) }
         try self.init(segments: segments)
     }
 
@@ -78,10 +86,16 @@ public struct Path: Sendable, CustomStringConvertible {
 
     /// The child at `key` (validated; limits enforced).
     public func appending(_ key: String) throws(TreeError) -> Path {
+        try validateChild(key)
+        return Path(unchecked: segments + [key])
+    }
+
+    /// Throws what `appending(key)` would, without building the child: for decoders that only
+    /// need to know a leaf's path is valid, and need the path itself only to report an error.
+    public func validateChild(_ key: String) throws(TreeError) {
         try Key.validate(key)
         let length = segments.isEmpty ? key.utf8.count : byteLength + 1 + key.utf8.count
         try Path.checkLimits(depth: segments.count + 1, byteLength: length)
-        return Path(unchecked: segments + [key])
     }
 
     /// This path followed by `other` (limits enforced).

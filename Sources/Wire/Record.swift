@@ -93,6 +93,15 @@ public struct Record: Hashable, Sendable {
         return record
     }
 
+    /// `decode(bytes)` for bytes whose BLAKE2b-256 the caller has worked out already (to drop
+    /// records it holds before paying for a signature check), so they are not hashed twice.
+    /// `id` must be that hash: it becomes the record's id unchecked.
+    public static func decode(_ bytes: [UInt8], hashedAs id: Digest32) throws(RecordError) -> Record {
+        let record = try RecordCodec.decode(bytes, id: id)
+        if !record.verifySignature() { throw .badSignature }
+        return record
+    }
+
     /// Checks the signature against the author and the unsigned part of the encoding.
     public func verifySignature() -> Bool {
         author.verify(signature, for: Record.signingDomain + RecordCodec.unsignedBytes(of: encoded))

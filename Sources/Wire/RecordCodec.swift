@@ -73,6 +73,11 @@ enum RecordCodec {
     }
 
     static func decode(_ bytes: [UInt8]) throws(RecordError) -> Record {
+        try decode(bytes, id: nil)
+    }
+
+    /// `id`, when given, is BLAKE2b-256 of `bytes` as the caller computed it.
+    static func decode(_ bytes: [UInt8], id: Digest32?) throws(RecordError) -> Record {
         guard bytes.count <= RecordLimits.maxRecordBytes else {
             throw .tooLarge(size: bytes.count, limit: RecordLimits.maxRecordBytes)
         }
@@ -99,8 +104,9 @@ enum RecordCodec {
         case .file: body = .file(try decodeFile(fields[4]))
         }
         try validate(body)
+        assert(id == nil || id == BLAKE2b.digest256(bytes), "the id given is not the hash of the bytes")
         return Record(author: author, clock: clock, body: body, signature: signature,
-                      encoded: bytes, id: BLAKE2b.digest256(bytes))
+                      encoded: bytes, id: id ?? BLAKE2b.digest256(bytes))
     }
 
     static func decodeWrite(_ item: CBOR) throws(RecordError) -> [WritePair] {

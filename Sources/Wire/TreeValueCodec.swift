@@ -39,43 +39,57 @@ public enum TreeValueCodec {
     }
 
     private static func decode(_ item: CBOR, at path: Path, allowNull: Bool) throws(RecordError) -> JSONValue {
+        guard case let .map(pairs) = item else { return try leaf(item, allowNull: allowNull) { path.description } }
+        guard !pairs.isEmpty else { throw .invalidValue(path: path.description, reason: "empty object") }
+        var members = [String: JSONValue](minimumCapacity: pairs.count)
+        for pair in pairs {
+            guard case let .text(key) = pair.key else {
+                throw .invalidValue(path: path.description, reason: "object key is not text")
+            }
+            let value: JSONValue
+            if case .map = pair.value {
+                let child: Path
+                do { child = try path.appending(key) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
+                value = try decode(pair.value, at: child, allowNull: false)
+            } else {
+                // Most members are leaves: their path is checked, and built only to name it in an error.
+                do { try path.validateChild(key) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
+                value = try leaf(pair.value, allowNull: false) { (try? path.appending(key))?.description ?? path.description }
+            }
+            // Keys that differ in bytes but are canonically equivalent are one key to a tree
+            // object: accepting both would silently drop one of the signed values.
+            guard members.updateValue(value, forKey: key) == nil else {
+                throw .invalidValue(path: (try? path.appending(key))?.description ?? path.description,
+                                    reason: "two keys are canonically equivalent")
+            }
+        }
+        return .object(members)
+    }
+
+    /// Reads anything but a map; `path` names where it was written, for errors only.
+    private static func leaf(_ item: CBOR, allowNull: Bool, path: () -> String) throws(RecordError) -> JSONValue {
         switch item {
         case .null:
-            guard allowNull else { throw .invalidValue(path: path.description, reason: "null member inside an object") }
+            guard allowNull else { throw .invalidValue(path: path(), reason: "null member inside an object") }
             return .null
         case let .bool(b): return .bool(b)
         case let .unsigned(n):
             guard Double(n) <= maxExactInteger, n <= 1 << 53 else {
-                throw .invalidValue(path: path.description, reason: "integer beyond 2^53")
+                throw .invalidValue(path: path(), reason: "integer beyond 2^53")
             }
             return .number(Double(n))
         case let .negative(n):
-            guard n < 1 << 53 else { throw .invalidValue(path: path.description, reason: "integer beyond -2^53") }
+            guard n < 1 << 53 else { throw .invalidValue(path: path(), reason: "integer beyond -2^53") }
             return .number(-Double(n) - 1)
         case let .float(d):
             if d == d.rounded(), abs(d) <= maxExactInteger {
-                throw .invalidValue(path: path.description, reason: "integral number \(d) must be a CBOR integer")
+                throw .invalidValue(path: path(), reason: "integral number \(d) must be a CBOR integer")
             }
             return .number(d)
         case let .text(s): return .string(s)
-        case let .map(pairs):
-            guard !pairs.isEmpty else { throw .invalidValue(path: path.description, reason: "empty object") }
-            var members = [String: JSONValue](minimumCapacity: pairs.count)
-            for pair in pairs {
-                guard case let .text(key) = pair.key else {
-                    throw .invalidValue(path: path.description, reason: "object key is not text")
-                }
-                let child: Path
-                do { child = try path.appending(key) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
-                // Keys that differ in bytes but are canonically equivalent are one key to a tree
-                // object: accepting both would silently drop one of the signed values.
-                guard members.updateValue(try decode(pair.value, at: child, allowNull: false), forKey: key) == nil else {
-                    throw .invalidValue(path: child.description, reason: "two keys are canonically equivalent")
-                }
-            }
-            return .object(members)
-        case .array: throw .invalidValue(path: path.description, reason: "arrays are stored as objects")
-        case .bytes: throw .invalidValue(path: path.description, reason: "byte strings are not tree values")
+        case .array: throw .invalidValue(path: path(), reason: "arrays are stored as objects")
+        case .bytes: throw .invalidValue(path: path(), reason: "byte strings are not tree values")
+        case .map: preconditionFailure("maps are decoded by decode(_:at:allowNull:)")
         }
     }
 }

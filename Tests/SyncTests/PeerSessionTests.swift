@@ -46,6 +46,21 @@ struct PeerSessionTests {
         #expect(pair.closed.contains { $0.contains("not the announced") })
     }
 
+    @Test("a session counts the records it sends: pushed, offered in a round, or answering a want")
+    func countsRecordsSent() {
+        let a = MemoryNode(seed: 1), b = MemoryNode(seed: 2)
+        let early = a.write("early", clock: 3 << 16)
+        var pair = SessionPair(a, b, keyA: network, keyB: network)
+        #expect(pair.a.push([early]).isEmpty && pair.a.recordsSent == 0)  // nothing goes out before the handshake
+        pair.run(pair.a.start())
+        for i in 0..<4 { _ = a.write("a\(i)", clock: UInt64(10 + i) << 16) }
+        for i in 0..<6 { _ = b.write("b\(i)", clock: UInt64(20 + i) << 16) }
+        pair.run(pair.a.startRound(source: a))
+        #expect(pair.a.recordsSent == 5 && pair.b.recordsSent == 6)
+        pair.run(pair.a.push([a.write("pushed", clock: 30 << 16)]))
+        #expect(pair.a.recordsSent == 6 && b.records.count == a.records.count)
+    }
+
     @Test("pushed records arrive; garbage after the handshake closes the session")
     func pushAndGarbage() {
         let a = MemoryNode(seed: 1), b = MemoryNode(seed: 2)

@@ -74,6 +74,37 @@ struct RecordTests {
         #expect(error([UInt8](repeating: 0x80, count: RecordLimits.maxRecordBytes + 1)) == .tooLarge(size: RecordLimits.maxRecordBytes + 1, limit: RecordLimits.maxRecordBytes))
     }
 
+    @Test("a record decoded with the hash its receiver worked out is the same record, still verified")
+    func decodeWithKnownHash() throws {
+        let record = try write([("/m/x", ["text": "hi", "n": 2])])
+        let id = BLAKE2b.digest256(record.encoded)
+        #expect(try Record.decode(record.encoded, hashedAs: id) == record)
+        var badSignature = record.encoded
+        badSignature[badSignature.count - 1] ^= 1
+        #expect(throws: RecordError.badSignature) { try Record.decode(badSignature, hashedAs: BLAKE2b.digest256(badSignature)) }
+        var badBody = record.encoded
+        badBody[badBody.count - RecordCodec.signatureItemBytes - 1] ^= 0xFF
+        #expect(throws: RecordError.self) { try Record.decode(badBody, hashedAs: BLAKE2b.digest256(badBody)) }
+    }
+
+    @Test("a bad member of a value is reported at its own path, however deep")
+    func valueErrorsNameTheMember() throws {
+        func error(_ value: CBOR) throws -> RecordError? {
+            let bytes = try signed(body: .array([pair("/a", value)]))
+            do { _ = try Record.decode(bytes); return nil } catch { return error }
+        }
+        #expect(try error(.map([CBORPair(.text("k"), .null)])) == .invalidValue(path: "/a/k", reason: "null member inside an object"))
+        let deep = CBOR.map([CBORPair(.text("b"), .map([CBORPair(.text("c"), .float(2.0))]))])
+        #expect(try error(deep) == .invalidValue(path: "/a/b/c", reason: "integral number 2.0 must be a CBOR integer"))
+        #expect(try error(.map([CBORPair(.text("x"), .bytes([1]))])) == .invalidValue(path: "/a/x", reason: "byte strings are not tree values"))
+        if case .invalidValue(path: "/a", _)? = try error(.map([CBORPair(.text("$x"), .unsigned(1))])) {} else { Issue.record("bad key") }
+        if case .invalidValue(path: "/a", _)? = try error(.map([CBORPair(.text("$x"), .map([CBORPair(.text("y"), .unsigned(1))]))])) {} else {
+            Issue.record("bad key of an object")
+        }
+        let good = CBOR.map([CBORPair(.text("n"), .unsigned(1)), CBORPair(.text("o"), .map([CBORPair(.text("t"), .text("x"))]))])
+        #expect(try error(good) == nil)
+    }
+
     @Test("write order sorts by clock, then author, then id; its key sorts the same way")
     func writeOrder() throws {
         let a = try write([("/a", 1)], clock: 5)
