@@ -74,6 +74,7 @@ public final class Node: @unchecked Sendable {
 
     public init(store: Store, identity: PrivateKey, network: NetworkKey, config: NodeConfig) throws {
         self.store = store
+        try store.checkpointInBackground()
         chunkWriter = try store.chunkWriter()
         self.identity = identity
         self.network = network

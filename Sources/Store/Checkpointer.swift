@@ -2,7 +2,7 @@ import Dispatch
 import SQLite
 
 /// Runs the WAL checkpoints that a connection's commits call for, on a queue and connection of
-/// their own (used by `ChunkWriter`).
+/// their own (used by `ChunkWriter`, and by `Store.checkpointInBackground` for a running node).
 ///
 /// Why: SQLite checkpoints inside the commit that crosses its threshold, so the committing
 /// thread copies some 4 MB into the database and waits for two fsyncs. A 20 MiB fetch crossed it
@@ -35,5 +35,10 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             checkpointedAt = walFrames
             _ = try? connection.checkpointPassive()
         }
+    }
+
+    /// Returns once the checkpoints asked for so far have run (for tests).
+    func drain() {
+        queue.sync {}
     }
 }
