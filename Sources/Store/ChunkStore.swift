@@ -16,8 +16,14 @@ struct ChunkStore {
     /// Page size of a new chunk file: a 64 KiB chunk is one overflow page plus its start in a
     /// leaf. An existing file keeps the size it was made with.
     static let pageSize = 65536
-    /// WAL size between checkpoints, about SQLite's default of 1000 pages of 4 KiB.
-    static let checkpointBytes = 4 << 20
+    /// WAL size between checkpoints. Larger than the store's (about 4 MB): a checkpoint copies
+    /// every chunk a second time, so a photo arriving (tens of MiB at most) is better left whole
+    /// in the WAL, and the copy done once, after it, than paid for several times while it
+    /// arrives and competes with the transfer for the cores.
+    static let checkpointBytes = 32 << 20
+    /// Chunk reads go through a memory map of the file, up to this size: serving a chunk then
+    /// reads it where the kernel holds it, without a read call copying it first.
+    static let mmapBytes = 1 << 30
     static var framesPerCheckpoint: Int { checkpointBytes / pageSize }
 
     /// The chunk file's own numbered migrations, kept in its own `user_version`.
@@ -50,8 +56,8 @@ struct ChunkStore {
         // Takes effect only while the file is empty, before WAL mode is set.
         try db.execute("PRAGMA page_size = \(pageSize)")
         _ = try db.configureForDurability()
-        // SQLite's automatic checkpoint counts pages: keep it at about 4 MB of WAL.
-        try db.execute("PRAGMA wal_autocheckpoint = \(framesPerCheckpoint)")
+        // SQLite's automatic checkpoint counts pages.
+        try db.execute("PRAGMA wal_autocheckpoint = \(framesPerCheckpoint); PRAGMA mmap_size = \(mmapBytes)")
         _ = try migrator.migrate(db)
         return db
     }
