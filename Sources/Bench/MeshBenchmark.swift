@@ -152,7 +152,7 @@ enum MeshBenchmark {
     }
 
     /// Cold syncs measured (each to a new empty node); the median counts.
-    static let coldSyncRuns = 3
+    static let coldSyncRuns = 5
 
     static func reconciliation(_ n: Int) -> [String] {
         log("reconciliation of \(n) against \(n)")

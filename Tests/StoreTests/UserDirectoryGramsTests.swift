@@ -55,12 +55,9 @@ struct UserDirectoryGramsTests {
 
     @Test("migration 4 counts the users already in the directory")
     func migration() throws {
-        let path = "/tmp/lanchat-grams-migration-\(UInt64.random(in: 0...UInt64.max)).sqlite"
-        defer {
-            for file in [path, ChunkStore.chunkPath(forStoreAt: path)] {
-                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
-            }
-        }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/store.sqlite"
         var expected = [String: Int64]()
         do {
             let store = try Store(path: path)

@@ -363,12 +363,9 @@ struct UserDirectoryTests {
 
     @Test("migration 2 builds the directory from profiles already in the tree")
     func migration() throws {
-        let path = "/tmp/lanchat-dir-migration-\(UInt64.random(in: 0...UInt64.max)).sqlite"
-        defer {
-            for file in [path, ChunkStore.chunkPath(forStoreAt: path)] {
-                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
-            }
-        }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/store.sqlite"
         do {
             let store = try Store(path: path)
             let key = directoryKey(1)
