@@ -20,9 +20,13 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// The WAL's size when a checkpoint last ran. Used on `queue` only.
     private var checkpointedAt = 0
 
-    init(path: String, framesPerCheckpoint: Int) throws(SQLiteError) {
+    /// Takes over the checkpoints of `writer`, a connection to the file at `path`: its commits
+    /// now only report the WAL's size here (`committed`). The writer keeps this checkpointer
+    /// alive through its hook.
+    init(for writer: Connection, path: String, framesPerCheckpoint: Int) throws(SQLiteError) {
         connection = try Connection(path: path)
         self.framesPerCheckpoint = framesPerCheckpoint
+        writer.setWALHook { [self] frames in committed(walFrames: frames) }
     }
 
     /// After a commit, with the frames now in the WAL: a checkpoint runs every

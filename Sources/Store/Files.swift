@@ -188,9 +188,7 @@ public final class ChunkWriter: @unchecked Sendable {
     init(path: String) throws {
         db = try Connection(path: path)
         try db.execute("PRAGMA synchronous = NORMAL")
-        let checkpointer = try BackgroundCheckpointer(path: path, framesPerCheckpoint: ChunkStore.framesPerCheckpoint)
-        self.checkpointer = checkpointer
-        db.setWALHook { frames in checkpointer.committed(walFrames: frames) }
+        checkpointer = try BackgroundCheckpointer(for: db, path: path, framesPerCheckpoint: ChunkStore.framesPerCheckpoint)
     }
 
     /// Stores the chunks in one transaction (those already held are skipped).

@@ -62,10 +62,10 @@ public final class Store {
     /// reads, pushes and verification it feeds) while some 4 MB were copied and synced. Nothing
     /// changes for durability: committed transactions are in the WAL either way.
     public func checkpointInBackground() throws {
-        guard checkpointer == nil, !path.isEmpty, !path.hasPrefix(":memory:") else { return }
-        let checkpointer = try BackgroundCheckpointer(path: path, framesPerCheckpoint: 1000)
-        self.checkpointer = checkpointer
-        db.setWALHook { frames in checkpointer.committed(walFrames: frames) }
+        // Only a file in WAL mode has a WAL; another connection to an in-memory store would
+        // open a different, empty database.
+        guard checkpointer == nil, try db.journalMode == .wal else { return }
+        checkpointer = try BackgroundCheckpointer(for: db, path: path, framesPerCheckpoint: 1000)
     }
 
     /// Returns once the background checkpoints asked for so far have run (for tests).
