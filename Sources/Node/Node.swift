@@ -59,11 +59,11 @@ public final class Node: @unchecked Sendable {
     /// The store's newest arrival number at the previous anti-entropy tick (idle detection).
     var sequenceAtLastTick: Int64 = -1
     /// Verified batches of records waiting for the queue to store them (`storeVerified`).
-    var verified: [(records: [Record], slot: SessionSlot, ids: [RecordID])] = []
+    var verified: [(records: [Record], slot: SessionSlot, ids: [Digest32])] = []
     /// Whether a `storeVerified` is queued already.
     var storeScheduled = false
     /// Ids of the records received and not yet stored (being verified, or in `verified`).
-    var arriving = Set<RecordID>()
+    var arriving = Set<Digest32>()
     var observers: [Int: ([Record]) -> Void] = [:]
     var nextObserverID = 0
     /// One-time login tokens and web sessions of the local API's web app (NodeLogin.swift).

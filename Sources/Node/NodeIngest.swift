@@ -43,27 +43,22 @@ extension Node {
     func ingest(_ encodings: [[UInt8]], from slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
         var fresh = [[UInt8]]()
-        var ids = [RecordID]()
-        var digests = [Digest32]()
+        var ids = [Digest32]()
         fresh.reserveCapacity(encodings.count)
         ids.reserveCapacity(encodings.count)
-        digests.reserveCapacity(encodings.count)
         for bytes in encodings {
-            let digest = BLAKE2b.digest256(bytes)
-            let id = RecordID(digest.bytes)
+            let id = BLAKE2b.digest256(bytes)
             guard !recordSet.contains(id), arriving.insert(id).inserted else { continue }
             fresh.append(bytes)
             ids.append(id)
-            digests.append(digest)
         }
         guard !fresh.isEmpty else { return }
         slot.batchesInFlight += 1
         if slot.batchesInFlight == Node.maxBatchesInFlight { slot.connection.pauseReading() }
         let batch = UncheckedSendable(fresh)
         let batchIDs = ids
-        let batchDigests = digests
         Node.verifier.async { [self] in
-            let records = Node.verify(batch.value, ids: batchDigests).map(UncheckedSendable.init)
+            let records = Node.verify(batch.value, ids: batchIDs).map(UncheckedSendable.init)
             queue.async { [self] in
                 guard let records else {
                     for id in batchIDs { arriving.remove(id) }
