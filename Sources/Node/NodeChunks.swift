@@ -108,7 +108,7 @@ extension Node {
             if sessions[peer] === arrival.slot {
                 close(arrival.slot, reason: "sent a chunk that does not match its hash", misbehaved: true)
             } else {
-                banned[arrival.slot.connection.remoteAddress.host] = monotonicSeconds() + config.banSeconds
+                ban(arrival.slot.connection.remoteAddress.host)
             }
         }
         if let failure {

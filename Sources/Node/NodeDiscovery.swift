@@ -127,16 +127,18 @@ extension Node {
 
     /// The interfaces beacons use: all IPv4 ones, or those named in the configuration.
     func discoveryInterfaces() -> [Interfaces.IPv4] {
-        let all = Interfaces.ipv4()
-        guard !config.discoveryInterfaces.isEmpty else { return all }
-        return all.filter { config.discoveryInterfaces.contains($0.name) }
+        configured(Interfaces.ipv4(), name: \.name)
     }
 
     /// The IPv6 link-local interfaces beacons use: all, or those named in the configuration.
     func discoveryInterfacesIPv6() -> [Interfaces.IPv6LinkLocal] {
-        let all = Interfaces.ipv6LinkLocal()
+        configured(Interfaces.ipv6LinkLocal(), name: \.name)
+    }
+
+    /// `all`, or those of them named in `config.discoveryInterfaces` when it names any.
+    private func configured<Interface>(_ all: [Interface], name: (Interface) -> String) -> [Interface] {
         guard !config.discoveryInterfaces.isEmpty else { return all }
-        return all.filter { config.discoveryInterfaces.contains($0.name) }
+        return all.filter { config.discoveryInterfaces.contains(name($0)) }
     }
 
     func expirePeers(now: Double) {

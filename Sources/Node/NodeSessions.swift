@@ -102,10 +102,7 @@ extension Node {
                 log("connected to \(describe(author)) at \(slot.connection.remoteAddress) (\(count) records)")
                 fetcher.peerJoined(ObjectIdentifier(slot))
                 scheduleChunkFetches()
-                if slot.outbound {
-                    slot.roundStartedAt = monotonicSeconds()
-                    perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
-                }
+                if slot.outbound { startRound(on: slot, now: monotonicSeconds()) }
             case let .received(records):
                 slot.recordsReceived += records.count
                 ingest(records, from: slot)
@@ -156,15 +153,26 @@ extension Node {
         fetcher.peerLeft(ObjectIdentifier(slot))
         slot.connection.close()
         if misbehaved {
-            banned[host] = monotonicSeconds() + config.banSeconds
+            ban(host)
             log("disconnected \(slot.peer.map(describe) ?? host): \(reason); ignoring it for \(Int(config.banSeconds)) s")
         } else if slot.established, let peer = slot.peer {
             log("lost \(describe(peer)): \(reason)")
         }
     }
 
+    /// Starts a reconciliation round on `slot`, noting when (see `antiEntropyTick`).
+    private func startRound(on slot: SessionSlot, now: Double) {
+        slot.roundStartedAt = now
+        perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
+    }
+
     /// Longest a session moving records goes without a round started by this node.
     static let maxRoundDeferral: Double = 30
+
+    /// Ignores `host` (its beacons, dials and sessions) for `config.banSeconds`.
+    func ban(_ host: String) {
+        banned[host] = monotonicSeconds() + config.banSeconds
+    }
 
     func isBanned(_ host: String) -> Bool {
         guard let until = banned[host] else { return false }
@@ -192,10 +200,7 @@ extension Node {
             let moving = slot.isMovingRecords()  // called for every session: it takes the tick's count
             return slot.established && !slot.machine.isReconciling && (!moving || now - slot.roundStartedAt >= Node.maxRoundDeferral)
         }
-        if let slot = candidates.randomElement() {
-            slot.roundStartedAt = now
-            perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
-        }
+        if let slot = candidates.randomElement() { startRound(on: slot, now: now) }
         expirePeers(now: now)
         // A fetch with chunks wanted and none in flight has stalled on peers that lacked them or
         // timed out: ask them again (they may have fetched the chunks meanwhile).
