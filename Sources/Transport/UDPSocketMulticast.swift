@@ -13,11 +13,7 @@ extension UDPSocket {
     public func joinMulticast(group: SocketAddress, interfaceAddress: SocketAddress? = nil) throws(SocketError) {
         let fd = try openDescriptor()
         guard group.isMulticast else { throw .invalidAddress("\(group.host) is not a multicast group") }
-        var request = ip_mreq()
-        request.imr_multiaddr = try Self.ipv4(group, role: "multicast group")
-        request.imr_interface = try interfaceAddress.map { address throws(SocketError) in
-            try Self.ipv4(address, role: "multicast interface")
-        } ?? in_addr(s_addr: INADDR_ANY)
+        let request = try Self.membership(group, interfaceAddress: interfaceAddress)
         try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_ADD_MEMBERSHIP, value: request,
                                   call: "setsockopt(IP_ADD_MEMBERSHIP)")
         try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_MULTICAST_LOOP, value: Int32(1),
@@ -29,11 +25,7 @@ extension UDPSocket {
     /// Leaves a group joined with `joinMulticast`. Call on `queue`.
     public func leaveMulticast(group: SocketAddress, interfaceAddress: SocketAddress? = nil) throws(SocketError) {
         let fd = try openDescriptor()
-        var request = ip_mreq()
-        request.imr_multiaddr = try Self.ipv4(group, role: "multicast group")
-        request.imr_interface = try interfaceAddress.map { address throws(SocketError) in
-            try Self.ipv4(address, role: "multicast interface")
-        } ?? in_addr(s_addr: INADDR_ANY)
+        let request = try Self.membership(group, interfaceAddress: interfaceAddress)
         try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_DROP_MEMBERSHIP, value: request,
                                   call: "setsockopt(IP_DROP_MEMBERSHIP)")
     }
@@ -46,6 +38,16 @@ extension UDPSocket {
         let interface = try Self.ipv4(address, role: "multicast interface")
         try SocketCalls.setOption(fd, level: Int32(IPPROTO_IP), name: IP_MULTICAST_IF, value: interface,
                                   call: "setsockopt(IP_MULTICAST_IF)")
+    }
+
+    /// The request naming `group` on the interface with `interfaceAddress` (any when nil).
+    private static func membership(_ group: SocketAddress, interfaceAddress: SocketAddress?) throws(SocketError) -> ip_mreq {
+        var request = ip_mreq()
+        request.imr_multiaddr = try ipv4(group, role: "multicast group")
+        request.imr_interface = try interfaceAddress.map { address throws(SocketError) in
+            try ipv4(address, role: "multicast interface")
+        } ?? in_addr(s_addr: INADDR_ANY)
+        return request
     }
 
     private static func ipv4(_ address: SocketAddress, role: String) throws(SocketError) -> in_addr {
