@@ -304,26 +304,26 @@ struct UserDirectory {
     /// all the matches, which are then ranked here.
     func search(_ folded: String, limit: Int) throws -> [UserEntry] {
         let scalarCount = folded.unicodeScalars.count
-        let anywhere: (sql: String, phrase: String)
-        let wordStart: (sql: String, phrase: String)
+        let anywhere: (index: Index, phrase: String)
+        let wordStart: (index: Index, phrase: String)
         switch scalarCount {
         case 1:
-            anywhere = (Self.shortSQL, "\u{1}" + folded + "\u{1}")
-            wordStart = (Self.shortSQL, " \u{1}" + folded)
+            anywhere = (Self.short, "\u{1}" + folded + "\u{1}")
+            wordStart = (Self.short, " \u{1}" + folded)
         case 2:
             let scalars = folded.unicodeScalars
-            anywhere = (Self.shortSQL, String(scalars.first!) + "\u{1}" + String(scalars[scalars.index(after: scalars.startIndex)]))
-            wordStart = (Self.namesSQL, " " + folded)
+            anywhere = (Self.short, String(scalars.first!) + "\u{1}" + String(scalars[scalars.index(after: scalars.startIndex)]))
+            wordStart = (Self.names, " " + folded)
         default:
-            anywhere = (Self.trigramSQL, folded)
-            wordStart = (Self.namesSQL, " " + folded)
+            anywhere = (Self.trigrams, folded)
+            wordStart = (Self.names, " " + folded)
         }
         var rows = [Int64: Match]()
         // A long phrase is looked up by its rarest stretch, and each candidate checked whole.
         var stretches = [String: String?]()
-        func matches(_ lookup: (sql: String, phrase: String), limit: Int) throws -> [Int64] {
-            var sql = lookup.sql, values: [SQLValue] = [.text(Self.phrase(lookup.phrase)), .integer(Int64(limit))]
-            if let filtered = Self.filteredSQL[lookup.sql] {
+        func matches(_ lookup: (index: Index, phrase: String), limit: Int) throws -> [Int64] {
+            var sql = lookup.index.sql, values: [SQLValue] = [.text(Self.phrase(lookup.phrase)), .integer(Int64(limit))]
+            if let filtered = lookup.index.stretchSQL {
                 if stretches[lookup.phrase] == nil { stretches[lookup.phrase] = try rarestStretch(of: lookup.phrase) }
                 if let stretch = stretches[lookup.phrase]! {
                     sql = filtered
@@ -420,30 +420,26 @@ struct UserDirectory {
     }
 
     private static let columns = "users.label, users.folded, users.uid, users.name, users.email, users.platform, users.picture"
-    private static let trigramSQL = """
-        SELECT \(columns) FROM users_fts JOIN users ON users.label = users_fts.rowid
-        WHERE users_fts MATCH ? ORDER BY users_fts.rowid LIMIT ?
-        """
-    private static let namesSQL = """
-        SELECT \(columns) FROM users_names JOIN users ON users.label = users_names.rowid
-        WHERE users_names MATCH ? ORDER BY users_names.rowid LIMIT ?
-        """
-    private static let shortSQL = """
-        SELECT \(columns) FROM users_short JOIN users ON users.label = users_short.rowid
-        WHERE users_short MATCH ? ORDER BY users_short.rowid LIMIT ?
-        """
-    /// `trigramSQL` and `namesSQL` for a stretch of the phrase (?1), keeping the matches whose
-    /// document holds the whole phrase (?3): the document as the index has it, from the row.
-    private static let filteredSQL: [String: String] = [
-        trigramSQL: """
-            SELECT \(columns) FROM users_fts JOIN users ON users.label = users_fts.rowid
-            WHERE users_fts MATCH ?1 AND instr(\(documentSQL), ?3) ORDER BY users_fts.rowid LIMIT ?2
-            """,
-        namesSQL: """
-            SELECT \(columns) FROM users_names JOIN users ON users.label = users_names.rowid
-            WHERE users_names MATCH ?1 AND instr(' ' || users.folded, ?3) ORDER BY users_names.rowid LIMIT ?2
-            """,
-    ]
+    /// One FTS5 table's lookups, joined to the rows, in name order.
+    private struct Index {
+        /// The matches of the phrase ?1, at most ?2.
+        let sql: String
+        /// The matches of a stretch of the phrase (?1) whose document, rebuilt from the row,
+        /// holds the whole phrase (?3), at most ?2; nil for an index whose phrases are never
+        /// long enough to be looked up by a stretch.
+        let stretchSQL: String?
+
+        init(table: String, document: String?) {
+            let select = "SELECT \(UserDirectory.columns) FROM \(table) JOIN users ON users.label = \(table).rowid WHERE \(table) MATCH ?1"
+            sql = "\(select) ORDER BY \(table).rowid LIMIT ?2"
+            stretchSQL = document.map { "\(select) AND instr(\($0), ?3) ORDER BY \(table).rowid LIMIT ?2" }
+        }
+    }
+
+    private static let trigrams = Index(table: "users_fts", document: documentSQL)
+    private static let names = Index(table: "users_names", document: "' ' || users.folded")
+    /// Phrases of at most four characters (a one- or two-character query).
+    private static let short = Index(table: "users_short", document: nil)
     private static let exactSQL = "SELECT label FROM users WHERE folded = ? ORDER BY uid LIMIT ?"
     private static let rowsSQL = "SELECT \(columns) FROM users WHERE label IN (SELECT value FROM json_each(?))"
 
