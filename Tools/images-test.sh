@@ -93,7 +93,7 @@ check "no message from refused files" "$before" "$("$LANCHAT" messages --data "$
 
 # Kill a receiver in the middle of a ~20 MiB image; restarted, it fetches only what it lacked.
 kill "${pids[3]}"; wait "${pids[3]}" 2>/dev/null  # two nodes are enough here, and faster
-chunk_rows() { "$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1], timeout=10).execute("SELECT count(*) FROM chunks").fetchone()[0])' "$work/n2/store.chunks.sqlite"; }
+chunk_rows() { "$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1], timeout=10).execute("SELECT count(*) FROM packed").fetchone()[0])' "$work/n2/store.chunks.sqlite"; }
 rows0=$(chunk_rows)
 size=$(stat -c %s "$work/big.png")
 total=$(( (size + 65535) / 65536 ))
@@ -104,7 +104,7 @@ import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], timeout=10)
 deadline = time.time() + 60
 while time.time() < deadline:
-    if db.execute("SELECT count(*) FROM chunks").fetchone()[0] >= int(sys.argv[2]):
+    if db.execute("SELECT count(*) FROM packed").fetchone()[0] >= int(sys.argv[2]):
         sys.exit(0)
     time.sleep(0.1)
 sys.exit(1)

@@ -42,15 +42,10 @@ public final class Node: @unchecked Sendable {
     var fetcher = ChunkFetcher<ObjectIdentifier>()
     /// Files being fetched, by storage path, for the log line when each completes.
     var fileFetches: [String: FileFetch] = [:]
-    /// Chunks received and not yet handed to `chunkQueue`, checked and stored together.
-    var arrivedChunks: [ArrivedChunk] = []
-    /// Whether a batch of chunks is being checked and stored on `chunkQueue`: the chunks that
-    /// arrive meanwhile wait, and go as one batch (one commit) when it is done.
-    var storingChunks = false
-    /// Where arrived chunks are checked against their hashes and stored, beside the node's queue.
-    let chunkQueue = DispatchQueue(label: "lanchat.node.chunks", qos: .userInitiated)
-    /// The store's connection for fetched chunks; used on `chunkQueue` only.
+    /// The store's connection for fetched chunks, used by `chunkIntake` only.
     let chunkWriter: ChunkWriter
+    /// Where arrived chunks are checked against their hashes and stored, beside the node's queue.
+    lazy var chunkIntake = ChunkIntake(writer: chunkWriter, nodeQueue: queue) { [weak self] in self?.chunksChecked($0) }
     /// When each peer was last heard from (beacon or session), in wall-clock milliseconds.
     var lastHeard: [PublicKey: UInt64] = [:]
     /// Peers being dialled (from beacons) whose connection is not established yet.

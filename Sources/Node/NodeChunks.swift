@@ -50,58 +50,21 @@ extension Node {
     }
 
     /// A chunk from a peer. It counts as received at once, so the peer's window refills without
-    /// waiting; it is checked against its hash and stored with the others that arrived in this
-    /// turn of the queue, or while the previous batch was being stored (`checkArrivedChunks`).
-    /// The caller schedules further requests.
+    /// waiting; it is checked against its hash and stored beside this queue (`ChunkIntake`),
+    /// which reports back to `chunksChecked`. The caller schedules further requests.
     func chunkArrived(_ hash: Digest32, _ bytes: [UInt8], from slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard fetcher.isWanted(hash) else { return }  // late duplicate or unrequested: ignore
         fetcher.received(hash, from: ObjectIdentifier(slot))
-        if arrivedChunks.isEmpty { queue.async { [self] in checkArrivedChunks() } }
-        arrivedChunks.append(ArrivedChunk(hash: hash, bytes: bytes, slot: slot))
-    }
-
-    /// Checks the chunks that arrived against their hashes and stores the good ones in one
-    /// transaction of the chunk writer's connection, on `chunkQueue`, while this queue goes on
-    /// decrypting the next ones (hashing and storing 64 KiB cost more than decrypting it). The
-    /// outcome comes back to this queue (`chunksChecked`).
-    ///
-    /// One batch at a time: chunks that arrive while one is stored wait for it and form the next
-    /// batch, so when storing lags behind the network the batches grow, and with them the chunks
-    /// per commit, instead of queueing up many small commits each with its own fixed cost.
-    func checkArrivedChunks() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard !storingChunks, !arrivedChunks.isEmpty else { return }
-        storingChunks = true
-        let arrived = arrivedChunks
-        arrivedChunks = []
-        chunkQueue.async { [self] in
-            // Hashed across the cores that are free (a fast fetch brings several per turn).
-            // Each iteration writes only its own element.
-            nonisolated(unsafe) let checked = UnsafeMutableBufferPointer<VerifiedChunk?>.allocate(capacity: arrived.count)
-            checked.initialize(repeating: nil)
-            defer { checked.deinitialize().deallocate() }
-            DispatchQueue.concurrentPerform(iterations: arrived.count) { index in
-                checked[index] = VerifiedChunk(hash: arrived[index].hash, bytes: arrived[index].bytes)
-            }
-            let good = checked.compactMap { $0 }
-            let bad = zip(arrived, checked).filter { $0.1 == nil }.map(\.0)
-            var failure: String?
-            do { try chunkWriter.put(good) } catch { failure = "\(error)" }
-            let (stored, error) = (good.map(\.hash), failure)
-            queue.async { [self] in chunksChecked(stored: stored, bad: bad, failure: error) }
-        }
+        chunkIntake.add(ArrivedChunk(hash: hash, bytes: bytes, slot: slot))
     }
 
     /// Files completed by stored chunks are logged (their chunks are durable by now). A chunk
     /// that did not match its hash is wanted again from another peer, and its sender is
     /// disconnected and ignored for a while. If the commit failed the chunks are wanted again.
-    /// The chunks that arrived meanwhile go next.
-    func chunksChecked(stored: [Digest32], bad: [ArrivedChunk], failure: String?) {
+    func chunksChecked(_ outcome: ChunkIntake.Outcome) {
         dispatchPrecondition(condition: .onQueue(queue))
-        storingChunks = false
-        checkArrivedChunks()
-        for arrival in bad {
+        for arrival in outcome.bad {
             let peer = ObjectIdentifier(arrival.slot)
             fetcher.want([arrival.hash])
             fetcher.rejected(arrival.hash, from: peer)
@@ -111,11 +74,11 @@ extension Node {
                 ban(arrival.slot.connection.remoteAddress.host)
             }
         }
-        if let failure {
-            log("could not store \(stored.count) chunks: \(failure)")
-            fetcher.want(stored)
+        if let failure = outcome.failure {
+            log("could not store \(outcome.batch.count) chunks: \(failure)")
+            fetcher.want(outcome.batch)
         } else {
-            for hash in stored { noteFetched(hash) }
+            for hash in outcome.batch { noteFetched(hash) }
         }
         scheduleChunkFetches()
     }

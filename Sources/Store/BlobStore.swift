@@ -14,7 +14,7 @@ public struct FileInfo: Sendable, Equatable {
 }
 
 /// The blob store's records (Protocol.md §3.6, §8.5): manifests, and the file entries that name
-/// them. The chunks they list are in the chunk file (`ChunkStore`).
+/// them. The chunks they list are in the chunk pack and its index (`ChunkStore`).
 struct BlobStore {
     let db: Connection
 

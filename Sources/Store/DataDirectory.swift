@@ -4,7 +4,8 @@ import Glibc
 
 /// The layout of a node's data directory: `identity.key` (the Ed25519 seed, mode 0600),
 /// `store.sqlite` (records and the materialized tree, in WAL mode) and beside it
-/// `store.chunks.sqlite` (the chunks of files, see `ChunkStore`).
+/// `store.chunks.pack` and `store.chunks.sqlite` (the chunks of files and their index, see
+/// `ChunkStore`).
 public struct DataDirectory: Sendable {
     public let path: String
 

@@ -51,7 +51,7 @@ extension Store {
         // The chunks are durable in their own file before any record names them.
         do {
             try chunkDB.transaction(.immediate) {
-                for (hash, chunk) in zip(hashes, chunks) { try chunkStore.put(hash, chunk) }
+                _ = try chunkStore.append(Array(zip(hashes, chunks)))
             }
         } catch let error as SQLiteError {
             throw StoreError.database(error)
@@ -169,34 +169,34 @@ public struct VerifiedChunk: Sendable {
     }
 }
 
-/// Stores fetched chunks through a connection of its own to the chunk file, so a node's queue
-/// does not spend its time in SQLite while the next chunks are waiting to be decrypted: the node
-/// hashes and stores each batch of arrived chunks beside its queue. Use from one thread or serial
-/// queue at a time.
+/// Stores fetched chunks through a connection and pack descriptor of their own, so a node's
+/// queue does not spend its time storing while the next chunks are waiting to be decrypted: the
+/// node hashes and stores each batch of arrived chunks beside its queue. Use from one thread or
+/// serial queue at a time.
 ///
-/// Its commits are not fsynced (`synchronous=NORMAL`): the WAL keeps them through a crash of the
-/// process, and a power loss can only lose the last chunks stored (never tear one: SQLite checks
-/// the WAL's frames when it recovers), which are then missing and fetched again; the next
-/// checkpoint or durable commit of the chunk file syncs them. Only `VerifiedChunk`s get in, so
-/// whatever is stored matches its hash. The checkpoints its commits call for run on a connection
-/// and thread of their own (`BackgroundCheckpointer`), not inside its commits.
+/// The pack's bytes are synced before the index names them (`ChunkStore.append`), but the
+/// index's commits are not (`synchronous=NORMAL`): the WAL keeps them through a crash of the
+/// process, and a power loss can only lose the last entries, whose chunks are then missing and
+/// fetched again; the next durable commit of the index syncs them. Only `VerifiedChunk`s get in,
+/// so whatever is stored matches its hash. The index's checkpoints run on a connection and
+/// thread of their own (`BackgroundCheckpointer`), not inside its commits.
 public final class ChunkWriter: @unchecked Sendable {
-    let db: Connection
+    let chunks: ChunkStore
     private let checkpointer: BackgroundCheckpointer
 
-    /// `path` is the chunk file (`Store.chunkPath`).
+    /// `path` is the chunk index (`Store.chunkPath`).
     init(path: String) throws {
-        db = try Connection(path: path)
+        let db = try Connection(path: path)
         try db.execute("PRAGMA synchronous = NORMAL")
-        checkpointer = try BackgroundCheckpointer(for: db, path: path, framesPerCheckpoint: ChunkStore.framesPerCheckpoint)
+        chunks = ChunkStore(db: db, pack: try ChunkPack(path: ChunkStore.packPath(forIndexAt: path)))
+        checkpointer = try BackgroundCheckpointer(for: db, path: path, framesPerCheckpoint: 1000)
     }
 
     /// Stores the chunks in one transaction (those already held are skipped).
     public func put(_ chunks: [VerifiedChunk]) throws {
         guard !chunks.isEmpty else { return }
-        let store = ChunkStore(db: db)
-        try db.transaction(.immediate) {
-            for chunk in chunks { try store.put(chunk.hash, chunk.bytes[...]) }
+        try self.chunks.db.transaction(.immediate) {
+            _ = try self.chunks.append(chunks.map { ($0.hash, $0.bytes[...]) })
         }
     }
 }

@@ -95,5 +95,4 @@ extension Store {
 
     var materializer: Materializer { Materializer(db: db) }
     var blobs: BlobStore { BlobStore(db: db) }
-    var chunkStore: ChunkStore { ChunkStore(db: chunkDB) }
 }

@@ -16,14 +16,14 @@ import SQLite
 ///   or a message changes owner.
 /// - `chunks`, `manifests`, `files`: the blob store: chunks by hash (each stored once), the
 ///   manifests that list them, and the storage paths that name a manifest (last writer wins).
-///   Migration 5 moves the chunks to a file of their own (`ChunkStore`) and drops `chunks` here.
+///   Migration 5 moves the chunks out of this file (`ChunkStore`) and drops `chunks` here.
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
-    /// The migrations; `chunks` is the chunk file that migration 5 moves the chunks into.
+    /// The migrations; `chunks` is where migration 5 moves the chunks to.
     static func migrator(chunks: ChunkStore) -> Migrator {
         // The migrator runs on the caller's thread, the store's, which owns both connections.
         nonisolated(unsafe) let chunks = chunks
@@ -32,19 +32,16 @@ enum Schema {
         ])
     }
 
-    /// Copies every chunk of the store's `chunks` table into the chunk file and drops the table
+    /// Copies every chunk of the store's `chunks` table into the chunk pack and drops the table
     /// (a store without the table has nothing to move).
     ///
-    /// The copy commits in the chunk file (durably) before the store's migration transaction
-    /// drops the table, since the two files do not commit together: a crash in between leaves
-    /// the table in place and the migration runs again, skipping the chunks already copied.
+    /// The copy commits in the chunk index (durably, the pack synced before it) before the
+    /// store's migration transaction drops the table, since the files do not commit together: a
+    /// crash in between leaves the table in place and the migration runs again, skipping the
+    /// chunks already copied.
     static func moveChunks(from db: Connection, to chunks: ChunkStore) throws {
         guard try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'chunks'") == 1 else { return }
-        try chunks.db.transaction(.immediate) {
-            try db.query("SELECT hash, bytes FROM chunks ORDER BY id") { row in
-                try chunks.put(try Digest32(bytes: row.blob(0)), row.blob(1)[...])
-            }
-        }
+        try chunks.db.transaction(.immediate) { try chunks.appendBlobs(of: db) }
         try db.execute("DROP TABLE chunks")
     }
 

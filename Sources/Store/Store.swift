@@ -10,8 +10,9 @@ import Wire
 /// store to one thread, as its SQLite connection requires.
 public final class Store {
     let db: Connection
-    /// The chunk file's connection (`ChunkStore`), confined with `db` to the store's owner.
-    let chunkDB: Connection
+    /// The chunk index and pack (`ChunkStore`), confined with `db` to the store's owner.
+    let chunkStore: ChunkStore
+    var chunkDB: Connection { chunkStore.db }
     /// The hybrid logical clock, persisted in `meta` so that restarts never reuse a timestamp
     /// even if the wall clock went backwards.
     var clock: HybridLogicalClock
@@ -24,7 +25,7 @@ public final class Store {
     /// Set by `checkpointInBackground`.
     private var checkpointer: BackgroundCheckpointer?
 
-    /// Opens (creating if needed) the store at `path` and its chunk file, applies pending
+    /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or
     /// power loss.
     public init(path: String) throws(StoreError) {
@@ -42,12 +43,12 @@ public final class Store {
         // no chunk file beside it.
         let chunkPath = ChunkStore.chunkPath(forStoreAt: path)
         do {
-            chunkDB = try ChunkStore.open(path: chunkPath)
+            chunkStore = try ChunkStore.open(path: chunkPath)
         } catch {
             throw Self.storeError(error, path: chunkPath)
         }
         do {
-            _ = try Schema.migrator(chunks: ChunkStore(db: chunkDB)).migrate(db)
+            _ = try Schema.migrator(chunks: chunkStore).migrate(db)
             let last = try db.scalarInt("SELECT value FROM meta WHERE key = 'clock'") ?? 0
             clock = HybridLogicalClock(last: UInt64(bitPattern: last))
         } catch {
@@ -75,6 +76,7 @@ public final class Store {
 
     /// An error met while opening the file at `path`, as the store reports it.
     private static func storeError(_ error: any Error, path: String) -> StoreError {
+        if let error = error as? StoreError { return error }
         if let error = error as? SQLiteError {
             return error.isCorrupt ? .corrupt(path: path, reason: error.message) : .database(error)
         }
@@ -100,12 +102,12 @@ public final class Store {
         }
     }
 
-    /// Path of the file that holds this store's chunks.
+    /// Path of the file that indexes this store's chunks (their bytes are in the pack beside it).
     public var chunkPath: String { ChunkStore.chunkPath(forStoreAt: path) }
 
-    /// A connection of its own to the chunk file for storing fetched chunks, for use on another
-    /// thread than this store's (`ChunkWriter`). Only for a store in a file: another connection
-    /// to an in-memory database would open a different, empty one.
+    /// A connection of its own to the chunk index, and a pack descriptor, for storing fetched
+    /// chunks on another thread than this store's (`ChunkWriter`). Only for a store in a file:
+    /// another connection to an in-memory database would open a different, empty one.
     public func chunkWriter() throws(StoreError) -> ChunkWriter {
         do {
             guard try chunkDB.journalMode == .wal else {
@@ -126,13 +128,14 @@ public final class Store {
         Int(try db.scalarInt("SELECT count(*) FROM records") ?? 0)
     }
 
-    /// `PRAGMA integrity_check` rows of the store and of its chunk file: `["ok"]` when both
-    /// are sound; otherwise each problem, those of the chunk file prefixed with its name.
+    /// `PRAGMA integrity_check` rows of the store and of its chunk index, and the chunks whose
+    /// bytes in the pack do not match their hash (`ChunkStore.mismatches`): `["ok"]` when all
+    /// are sound; otherwise each problem, those of the chunks prefixed with "chunks: ".
     public func integrityCheck() throws -> [String] {
         let main = try db.integrityCheck()
-        let chunks = try chunkDB.integrityCheck()
-        if main == ["ok"], chunks == ["ok"] { return ["ok"] }
-        return main.filter { $0 != "ok" } + chunks.filter { $0 != "ok" }.map { "chunks: " + $0 }
+        let chunks = try chunkDB.integrityCheck().filter { $0 != "ok" } + chunkStore.mismatches()
+        if main == ["ok"], chunks.isEmpty { return ["ok"] }
+        return main.filter { $0 != "ok" } + chunks.map { "chunks: " + $0 }
     }
 
     /// Calls `body` with every record's bytes in arrival order, without loading them all at once.

@@ -13,9 +13,10 @@ struct FileStoreTests {
     let bob = testAuthors[1]
 
     /// Rows of `table`, in the chunk file for `chunks` and in the store's file otherwise.
+    /// Rows of a store table; "chunks" counts the chunks held (the chunk index's entries).
     func count(_ store: Store, _ table: String) throws -> Int {
-        let db = table == "chunks" ? store.chunkDB : store.db
-        return Int(try db.scalarInt("SELECT count(*) FROM \(table)") ?? -1)
+        let (db, name) = table == "chunks" ? (store.chunkDB, "packed") : (store.db, table)
+        return Int(try db.scalarInt("SELECT count(*) FROM \(name)") ?? -1)
     }
 
     static let smallPNG = ImageFixtures.png(width: 7, height: 5) { x, y in (UInt8(x * 30), UInt8(y * 50), 200) }
