@@ -35,14 +35,21 @@ struct ChunkFileTests {
         #expect(try again.integrityCheck() == ["ok"])
     }
 
-    /// A store file as the previous version left it: migrations 1 to 3, chunks in `chunks`.
-    func oldStore(at path: String, chunks: [[UInt8]]) throws {
+    /// A file as an older version left it: `migrations` applied, with `chunks` as blobs in its
+    /// `chunks` table.
+    func oldFile(at path: String, pageSize: Int = 4096, migrations: [Migration], chunks: [[UInt8]]) throws {
         let db = try Connection(path: path)
+        try db.execute("PRAGMA page_size = \(pageSize)")
         _ = try db.configureForDurability()
-        try Migrator(Array(Schema.migrations.prefix(3))).migrate(db)
+        try Migrator(migrations).migrate(db)
         for bytes in chunks {
             try db.run("INSERT INTO chunks(hash, bytes) VALUES (?, ?)", [.blob(BLAKE2b.digest256(bytes).bytes), .blob(bytes)])
         }
+    }
+
+    /// A store file as an older version left it: migrations 1 to 3, chunks in `chunks`.
+    func oldStore(at path: String, chunks: [[UInt8]]) throws {
+        try oldFile(at: path, migrations: Array(Schema.migrations.prefix(3)), chunks: chunks)
     }
 
     @Test("an older store's chunks move to the chunk file when it is opened, and its table goes")
@@ -98,13 +105,8 @@ struct ChunkFileTests {
 
     /// A chunk index as the previous version left it: chunks as blobs in 64 KiB pages.
     func oldChunkFile(at path: String, chunks: [[UInt8]]) throws {
-        let db = try Connection(path: path)
-        try db.execute("PRAGMA page_size = 65536")
-        _ = try db.configureForDurability()
-        try Migrator(Array(ChunkStore.migrator(pack: try ChunkPack(path: ":memory:")).migrations.prefix(1))).migrate(db)
-        for bytes in chunks {
-            try db.run("INSERT INTO chunks(hash, bytes) VALUES (?, ?)", [.blob(BLAKE2b.digest256(bytes).bytes), .blob(bytes)])
-        }
+        let firstMigration = ChunkStore.migrator(pack: try ChunkPack(path: ":memory:")).migrations.prefix(1)
+        try oldFile(at: path, pageSize: 65536, migrations: Array(firstMigration), chunks: chunks)
     }
 
     @Test("chunks kept as blobs move to the pack when the index is opened, and their space is given back")
