@@ -55,7 +55,7 @@ lc init --data "$F" --name "Alice Smith" >/dev/null
 lc import --data "$F" "$work/flipped.lcx" 2>"$work/err"; check "flipped status" 1 $?
 check "flipped reported" 1 "$(grep -c '^record #2 refused:' "$work/err")"
 check "others stored" 1 "$(grep -c 'imported 3 new records' "$work/err")"
-check "integrity" ok "$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])" "$F/store.sqlite")"
+check "integrity" ok "$(lc check --data "$F")"
 
 echo "cli acceptance: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

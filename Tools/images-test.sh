@@ -122,6 +122,19 @@ echo "images: after restart: $line" >&2
 check "fetched only the missing chunks" "fetched $((total - had)) chunks of images/$key.png ($had were here already)" "$line"
 "$LANCHAT" get-file --data "$work/n2" "images/$key.png" "$work/big2.png" 2>/dev/null; check "get-file big image" 0 $?
 cmp -s "$work/big.png" "$work/big2.png"; check "big image identical" 0 $?
+# Every chunk of node 2, killed in the middle of a transfer, still matches its hash; a byte
+# changed in its pack is found.
+check "check after kill -9" ok "$("$LANCHAT" check --data "$work/n2" 2>/dev/null)"
+"$PY" - "$work/n2/store.chunks.pack" <<'EOF'
+import sys
+with open(sys.argv[1], 'r+b') as pack:
+    pack.seek(1000)
+    byte = pack.read(1)
+    pack.seek(1000)
+    pack.write(bytes([byte[0] ^ 0xFF]))
+EOF
+"$LANCHAT" check --data "$work/n2" >"$work/check.out" 2>&1; check "check finds a changed chunk" 1 $?
+check "check names it" 1 "$(grep -c 'does not match its hash' "$work/check.out")"
 
 if [ "$failed" -gt 0 ]; then for n in 1 2 3; do echo "--- node $n log" >&2; tail -20 "$work/n$n.log" >&2; done; fi
 echo "images: $passed passed, $failed failed"

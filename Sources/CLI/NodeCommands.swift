@@ -9,7 +9,7 @@ import Transport
 
 /// `run`, `peers`, `status` and `network create`: running a node and asking it.
 enum NodeCommands {
-    static let all = [run, peers, status, network]
+    static let all = [run, peers, status, network, check]
 
     static let run = Command(spec: CommandSpec(
         name: "run",
@@ -125,6 +125,20 @@ enum NodeCommands {
         context.console.print("records:  \(status.records) (fingerprint \(status.fingerprint))")
         context.console.print("peers:    \(status.peers.filter(\.connected).count) connected, \(status.peers.count) known")
         context.console.print("pid:      \(status.pid)")
+    }
+
+    static let check = Command(spec: CommandSpec(
+        name: "check",
+        abstract: "Check the data directory's store and every stored chunk; prints ok or each problem.",
+        discussion: "Runs SQLite's integrity check on the store and on the chunk index, and hashes every chunk in the pack against its address. Safe while a node runs on the directory. Exits 1 when a problem is found."
+    )) { context in
+        let node = try context.openNode()
+        let problems = try node.store.integrityCheck()
+        guard problems == ["ok"] else {
+            for problem in problems { context.console.print(problem) }
+            throw CommandFailure("\(problems.count) problem(s) in \(context.dataDirectory.path)")
+        }
+        context.console.print("ok")
     }
 
     /// The running node's API address, from its `node.json`.
