@@ -80,6 +80,7 @@ final class ChunkPack {
                 throw StoreError.corrupt(path: path, reason: "a chunk lies at \(offset)..<\(end) but the file has \(knownSize) bytes")
             }
         }
+        guard count > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         if end > mapLength { try remap(covering: end) }
         return try body(UnsafeRawBufferPointer(start: map! + offset, count: count))
     }

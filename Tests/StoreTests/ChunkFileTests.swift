@@ -186,4 +186,13 @@ struct ChunkFileTests {
         close(fd)
         #expect(try store.integrityCheck() == ["chunks: chunk \(info.manifest.chunks[1]) does not match its hash"])
     }
+
+    @Test("an empty chunk (a manifest may name the hash of nothing) is stored and read back")
+    func emptyChunk() throws {
+        let chunks = try ChunkStore.open(path: ":memory:")
+        let empty = [UInt8]()
+        try chunks.db.transaction(.immediate) { _ = try chunks.append([(BLAKE2b.digest256(empty), empty[...])]) }
+        #expect(try chunks.bytes(BLAKE2b.digest256(empty)) == [])
+        #expect(try chunks.mismatches().isEmpty)
+    }
 }
