@@ -110,7 +110,8 @@ struct ChunkStore {
         let pack = try ChunkPack(path: packPath(forIndexAt: path))
         let before = try db.userVersion
         _ = try migrator(pack: pack).migrate(db)
-        if before == 1 { try db.execute("VACUUM") }
+        // Best effort: the chunks are safe either way, only the space stays taken.
+        if before == 1 { try? db.execute("VACUUM") }
         return ChunkStore(db: db, pack: pack)
     }
 
