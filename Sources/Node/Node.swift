@@ -38,8 +38,9 @@ public final class Node: @unchecked Sendable {
     var discovered: [PublicKey: DiscoveredPeer] = [:]
     var banned: [String: Double] = [:]
     var manualRetry: [SocketAddress: Double] = [:]
-    /// Which chunks to fetch from which session.
-    var fetcher = ChunkFetcher<ObjectIdentifier>()
+    /// Which chunks to fetch from which session: 4 MiB in flight per peer, asked for 2 MiB at a
+    /// time (Protocol.md §8.5).
+    var fetcher = ChunkFetcher<ObjectIdentifier>(window: 64, batch: 32)
     /// Files being fetched, by storage path, for the log line when each completes.
     var fileFetches: [String: FileFetch] = [:]
     /// The store's connection for fetched chunks, used by `chunkIntake` only.

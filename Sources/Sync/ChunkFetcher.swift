@@ -7,6 +7,12 @@ import Crypto
 public struct ChunkFetcher<Peer: Hashable> {
     /// Requests in flight per peer.
     public let window: Int
+    /// A peer is asked again once at least this many slots of its window are free, so requests
+    /// go out in batches rather than one per answer: each request costs the peer a wakeup, a
+    /// read, a seal and a write (measured on a 20 MiB fetch over loopback: a window of 64 asked
+    /// again at half took 6-13% less CPU than 16 asked again at each answer, in three
+    /// comparisons of 25-30 fetches each).
+    public let batch: Int
     /// Seconds after which an unanswered request is given to another peer.
     public let timeout: Double
 
@@ -18,8 +24,10 @@ public struct ChunkFetcher<Peer: Hashable> {
     private var peers: [Peer] = []
     private var nextPeer = 0
 
-    public init(window: Int = 16, timeout: Double = 10) {
+    public init(window: Int = 16, batch: Int = 1, timeout: Double = 10) {
+        precondition(window >= 1 && (1...window).contains(batch), "a window of at least 1, asked again in batches that fit it")
         self.window = window
+        self.batch = batch
         self.timeout = timeout
     }
 
@@ -92,8 +100,8 @@ public struct ChunkFetcher<Peer: Hashable> {
             requeue(hash)
         }
         guard !peers.isEmpty, !queue.isEmpty else { return [] }
-        // Every window full (the usual case while chunks stream in): nothing to look at.
-        guard peers.contains(where: { (outstanding[$0] ?? 0) < window }) else { return [] }
+        // No window with a batch's room (the usual case while chunks stream in): nothing to do.
+        guard peers.contains(where: { (outstanding[$0] ?? 0) <= window - batch }) else { return [] }
         var requests: [Peer: [Digest32]] = [:]
         var deferred: [Digest32] = []
         var next = 0

@@ -61,6 +61,22 @@ struct ChunkFetcherTests {
         #expect(done == 40 && requested == Set(wanted))
     }
 
+    @Test("with a batch, a peer is asked again only once that many of its slots are free, then up to its window")
+    func batchedRefill() {
+        var fetcher = ChunkFetcher<String>(window: 8, batch: 4, timeout: 10)
+        fetcher.peerJoined("a")
+        fetcher.want(Self.hashes(30))
+        let first = Self.byPeer(fetcher.schedule(now: 0))["a"]!
+        #expect(first.count == 8)
+        for (index, hash) in first.prefix(3).enumerated() {
+            fetcher.received(hash, from: "a")
+            #expect(fetcher.schedule(now: Double(index + 1)).isEmpty, "asked again with only \(index + 1) free")
+        }
+        fetcher.received(first[3], from: "a")
+        #expect(Self.byPeer(fetcher.schedule(now: 5))["a"]?.count == 4)
+        #expect(fetcher.inFlightCount == 8)
+    }
+
     @Test("a chunk a peer lacks is asked of another peer")
     func missingGoesElsewhere() {
         var fetcher = ChunkFetcher<String>(window: 8, timeout: 10)
