@@ -8,8 +8,8 @@ once from several threads:
   - post-handshake frames: a real Noise_XXpsk3 handshake with the network PSK (Protocol.md §6, §8),
     a valid hello, then mutated hello/reconcile/records/want frames and framing;
   - malformed HTTP requests to its local API.
-Then it checks: the process is alive, the API answers, `PRAGMA integrity_check` of its store is
-ok, a message still syncs to and from a second, clean peer, and the RSS stayed under a bound.
+Then it checks: the process is alive, the API answers, `lanchat check` of its data (store, chunk index,
+every chunk) is ok, a message still syncs to and from a second, clean peer, and the RSS stayed under a bound.
 
 The node bans a misbehaving address for 60 s, so every fuzz connection and datagram comes from its
 own loopback address (127.x.y.z, never 127.0.0.1); the clean peer talks from 127.0.0.1.
@@ -573,15 +573,17 @@ def main():
             check("API answers", status == 200, "GET /fuzz.json -> %d (%d bytes)" % (status, len(body)))
         except Exception as error:
             check("API answers", False, str(error))
-        # 3. The store is whole.
+        # 3. The store is whole: `lanchat check` (SQLite's integrity check of the store and the
+        # chunk index, every chunk hashed against its address).
         try:
             db = sqlite3.connect("file:%s?mode=ro" % os.path.join(target, "store.sqlite"), uri=True, timeout=10)
-            result = db.execute("PRAGMA integrity_check").fetchall()
             records = db.execute("SELECT count(*) FROM records").fetchone()[0]
             db.close()
-            check("PRAGMA integrity_check", result == [("ok",)], "%s, %d records stored" % (result[0][0], records))
+            result = subprocess.run([lanchat, "check", "--data", target], capture_output=True, text=True, timeout=60)
+            check("lanchat check", result.returncode == 0 and result.stdout.strip() == "ok",
+                  "%s, %d records stored" % ((result.stdout + result.stderr).strip().replace("\n", "; "), records))
         except Exception as error:
-            check("PRAGMA integrity_check", False, str(error))
+            check("lanchat check", False, str(error))
         # 4. A message still syncs both ways with a clean peer (which talks from 127.0.0.1).
         peer = subprocess.Popen([lanchat, "run", "--data", clean, "--listen", "127.0.0.1:%d" % peer_port, "--no-discovery",
                                  "--peer", "127.0.0.1:%d" % args.port], stdout=open(os.path.join(work, "clean.log"), "w"),

@@ -124,12 +124,8 @@ describe_state() {  # what each node holds and whether it still runs, for a fail
     done
 }
 
-integrity() {  # integrity N: PRAGMA integrity_check of node N's store
-    python3 - "$work/h$1/store.sqlite" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-print(" ".join(row[0] for row in db.execute("PRAGMA integrity_check")))
-PY
+integrity() {  # integrity N: `lanchat check` of node N's data (store, chunk index, every chunk)
+    lc "$1" check | tr '\n' ' ' | sed 's/ $//'
 }
 
 # ---------------------------------------------------------------------------------------------
