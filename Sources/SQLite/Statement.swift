@@ -101,25 +101,6 @@ public final class Statement {
         try SQLiteError.check(rc, db, sql: sql)
     }
 
-    /// Binds `bytes` at `index` without SQLite copying them (SQLITE_STATIC), runs `body`, and
-    /// then resets the statement and clears its bindings, so SQLite holds the pointer only while
-    /// the caller guarantees it. Why: storing a 64 KiB chunk copied it once more for the binding
-    /// alone. `body` must finish its use of the statement (step it) before returning.
-    public func withBorrowedBlob<T>(_ bytes: ArraySlice<UInt8>, at index: Int32, _ body: () throws -> T) throws -> T {
-        try bytes.withUnsafeBytes { raw in
-            defer {
-                reset()
-                clearBindings()
-            }
-            // A nil pointer would bind NULL: an empty blob is bound as a real, copied one.
-            let rc = raw.isEmpty
-                ? sqlite3_bind_zeroblob(handle, index, 0)
-                : sqlite3_bind_blob64(handle, index, raw.baseAddress, UInt64(raw.count), nil)
-            try SQLiteError.check(rc, db, sql: sql)
-            return try body()
-        }
-    }
-
     /// Sets every parameter back to NULL, dropping copies of large bound blobs.
     /// https://sqlite.org/c3ref/clear_bindings.html
     public func clearBindings() {
