@@ -76,9 +76,11 @@ final class ChunkPack {
             var status = stat()
             guard fstat(descriptor, &status) == 0 else { throw StoreError.io(path: path, reason: String(cString: strerror(errno))) }
             knownSize = Int(status.st_size)
-            guard offset >= 0, count >= 0, end <= knownSize else {
-                throw StoreError.corrupt(path: path, reason: "a chunk lies at \(offset)..<\(end) but the file has \(knownSize) bytes")
-            }
+        }
+        // Checked on every read, not only when the size is asked again: an index entry with a
+        // negative offset or length lies within the known size too.
+        guard offset >= 0, count >= 0, end <= knownSize else {
+            throw StoreError.corrupt(path: path, reason: "a chunk lies at \(offset)..<\(end) but the file has \(knownSize) bytes")
         }
         guard count > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         if end > mapLength { try remap(covering: end) }

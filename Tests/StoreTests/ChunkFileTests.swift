@@ -171,6 +171,20 @@ struct ChunkFileTests {
         #expect(try chunks.mismatches().count == 1)
     }
 
+    @Test("an index entry with a negative offset or length is reported, not read")
+    func negativeEntry() throws {
+        let chunks = try ChunkStore.open(path: ":memory:")
+        let bytes = ImageFixtures.noise(9000, seed: 42)
+        try chunks.db.transaction(.immediate) { _ = try chunks.append([(BLAKE2b.digest256(bytes), bytes[...])]) }
+        #expect(try chunks.bytes(BLAKE2b.digest256(bytes)) == bytes)  // the size is known from here on
+        let (short, early) = (BLAKE2b.digest256([1]), BLAKE2b.digest256([2]))
+        try chunks.db.run("INSERT INTO packed(hash, offset, length) VALUES (?, 100, -50), (?, -10, 20)",
+                          [.blob(short.bytes), .blob(early.bytes)])
+        #expect(throws: StoreError.self) { try chunks.bytes(short) }
+        #expect(throws: StoreError.self) { try chunks.bytes(early) }
+        #expect(try chunks.mismatches().count == 2)
+    }
+
     @Test("the integrity check reads every chunk and names one whose bytes changed in the pack")
     func integrityOfPack() throws {
         let directory = try TemporaryDirectory()
