@@ -43,7 +43,6 @@ struct BlobStore {
                             chunkSize: UInt64(row.int64(3)), chunks: chunks)
         }
     }
-
 }
 
 /// Who may write a storage path: a path whose first segment is a user id, or an image named

@@ -1,5 +1,4 @@
 import Crypto
-import Crypto
 import SQLite
 
 /// The store's schema as numbered migrations (never edit a shipped one; add the next number).
