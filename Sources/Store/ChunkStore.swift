@@ -86,16 +86,17 @@ struct ChunkStore {
     /// `store.chunks.sqlite` and `store.chunks.pack`. An in-memory store has in-memory ones.
     static func chunkPath(forStoreAt storePath: String) -> String {
         if storePath.isEmpty || storePath.hasPrefix(":memory:") { return ":memory:" }
-        let suffix = ".sqlite"
-        let base = storePath.hasSuffix(suffix) ? String(storePath.dropLast(suffix.count)) : storePath
-        return base + ".chunks" + suffix
+        return withoutSQLiteSuffix(storePath) + ".chunks.sqlite"
     }
 
     /// The pack beside the chunk index at `indexPath`.
     static func packPath(forIndexAt indexPath: String) -> String {
         if indexPath == ":memory:" { return indexPath }
-        let suffix = ".sqlite"
-        return (indexPath.hasSuffix(suffix) ? String(indexPath.dropLast(suffix.count)) : indexPath) + ".pack"
+        return withoutSQLiteSuffix(indexPath) + ".pack"
+    }
+
+    private static func withoutSQLiteSuffix(_ path: String) -> String {
+        path.hasSuffix(".sqlite") ? String(path.dropLast(".sqlite".count)) : path
     }
 
     /// Opens (creating if needed) the chunk index at `path` and its pack, the index in WAL mode
