@@ -99,6 +99,11 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
+/// The middle value (the upper one of the two middle values of an even count).
+func median(_ values: [Double]) -> Double {
+    values.sorted()[values.count / 2]
+}
+
 func rate(_ count: Int, _ seconds: Double) -> String {
     String(format: "%.0f", Double(count) / seconds)
 }

@@ -35,7 +35,6 @@ enum ImageBenchmark {
         let rates = singles.map { mb / $0 }
         let ceilings = singles.indices.map { (aeads[$0] + aeads[$0 + 1]) / 2 }
         let ratios = singles.indices.map { rates[$0] / ceilings[$0] }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let single = median(singles)
         func f0(_ x: Double) -> String { String(format: "%.0f", x) }
         func f2(_ x: Double) -> String { String(format: "%.2f", x) }

@@ -127,14 +127,14 @@ enum MeshBenchmark {
         verifyRates.append(verifyRate())
         let verifyBest = verifyRates.max()!
         let ceiling = verifyBest * Double(cores)
-        let median = rates.sorted()[rates.count / 2]
+        let median = Bench.median(rates)
         let pairedCeilings = rates.indices.map { (verifyRates[$0] + verifyRates[$0 + 1]) / 2 * Double(cores) }
         let pairedRatios = rates.indices.map { rates[$0] / pairedCeilings[$0] }
-        let pairedMedian = pairedRatios.sorted()[pairedRatios.count / 2]
+        let pairedMedian = Bench.median(pairedRatios)
         func ratio(_ x: Double) -> String { String(format: "%.2f", x) }
         func f(_ x: Double) -> String { String(format: "%.0f", x) }
         func micros(_ x: Double) -> String { String(format: "%.1f", x * 1e6) }
-        let cpuMedian = cpuPerRecord.sorted()[cpuPerRecord.count / 2]
+        let cpuMedian = Bench.median(cpuPerRecord)
         return [
             "### Cold sync of \(n) records to a fresh node over loopback",
             "",
