@@ -49,6 +49,32 @@ extension Node {
         }
     }
 
+    /// Chunk bytes sealed and written per turn of the node's queue when serving a peer.
+    static let chunkServePart = 256 << 10
+
+    /// Serves the chunks `slot`'s peer asked for, a part per turn of the node's queue, each once
+    /// the connection has handed the previous one to the kernel.
+    ///
+    /// Why: the peer gets the first chunks as soon as one part is sealed instead of after the
+    /// whole request (4 MiB for 64 chunks), so it opens and hashes while this side seals; the
+    /// output never piles up in memory; and other sessions are served between parts.
+    func serveChunks(_ slot: SessionSlot) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !slot.servingChunks, slot.machine.chunksToServeCount > 0 else { return }
+        slot.servingChunks = true
+        slot.connection.whenDrained { [self] in
+            slot.servingChunks = false
+            guard sessions[ObjectIdentifier(slot)] === slot else { return }
+            perform(slot.machine.serveChunks(from: StoreSource(node: self), maxBytes: Node.chunkServePart), on: slot)
+            guard slot.machine.chunksToServeCount > 0, !slot.servingChunks else { return }
+            slot.servingChunks = true
+            queue.async { [self] in
+                slot.servingChunks = false
+                serveChunks(slot)
+            }
+        }
+    }
+
     /// A chunk from a peer. It counts as received at once, so the peer's window refills without
     /// waiting; it is checked against its hash and stored beside this queue (`ChunkIntake`),
     /// which reports back to `chunksChecked`. The caller schedules further requests.

@@ -57,6 +57,7 @@ extension Node {
             if let peer = slot.peer { lastHeard[peer] = wallMillis() }
             let actions = slot.machine.receive(bytes, from: StoreSource(node: self))
             perform(actions, on: slot)
+            serveChunks(slot)
             throttle(slot)
         }, onClose: { [self] error in
             guard let slot = sessions.removeValue(forKey: key) else { return }
@@ -126,10 +127,14 @@ extension Node {
     /// Bytes queued for a peer beyond which its connection is not read until they drain: a peer
     /// that asks and never reads cannot make the node's memory grow.
     static let maxQueuedBytes = 8 << 20
+    /// Chunk requests queued for a peer beyond which its connection is not read until they are
+    /// answered, for the same reason (an honest peer has at most 64 in flight).
+    static let maxQueuedChunkRequests = 256
 
     func throttle(_ slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !slot.readPaused, slot.connection.pendingWriteBytes > Node.maxQueuedBytes else { return }
+        guard !slot.readPaused, slot.connection.pendingWriteBytes > Node.maxQueuedBytes
+            || slot.machine.chunksToServeCount > Node.maxQueuedChunkRequests else { return }
         slot.readPaused = true
         slot.connection.pauseReading()
         resumeWhenDrained(slot)
@@ -138,7 +143,8 @@ extension Node {
     private func resumeWhenDrained(_ slot: SessionSlot) {
         schedule(after: .milliseconds(20), on: queue) { [self] in
             guard sessions[ObjectIdentifier(slot)] != nil, !slot.connection.isClosed else { return }
-            if slot.connection.pendingWriteBytes < Node.maxQueuedBytes / 2 {
+            if slot.connection.pendingWriteBytes < Node.maxQueuedBytes / 2,
+               slot.machine.chunksToServeCount <= Node.maxQueuedChunkRequests / 2 {
                 slot.readPaused = false
                 if slot.batchesInFlight < Node.maxBatchesInFlight { slot.connection.resumeReading() }
             } else {

@@ -38,6 +38,8 @@ final class SessionSlot: @unchecked Sendable {
     var established = false
     /// Whether reading is paused until queued output drains (`Node.throttle`).
     var readPaused = false
+    /// Whether the chunks the peer asked for are being served (`Node.serveChunks`).
+    var servingChunks = false
     /// Batches of received records being verified or waiting to be stored.
     var batchesInFlight = 0
     /// The manual peer this session serves, if any.

@@ -77,6 +77,9 @@ public struct PeerSession {
     private var reconciling: NegentropySession?
     private var roundSent = 0
     private var roundRequested = 0
+    /// Chunks the peer asked for and not yet answered, in the order asked; from `chunksServed` on.
+    private var chunksToServe: [Digest32] = []
+    private var chunksServed = 0
     /// Records written to the peer so far (pushed, offered in a round, or answering a `want`).
     public private(set) var recordsSent = 0
 
@@ -252,20 +255,11 @@ public struct PeerSession {
         case let .wantChunks(hashes):
             guard helloReceived else { return fail("wantChunks before hello", misbehaved: true) }
             guard case .open = state else { return [] }
-            var missing = [Digest32]()
+            // Queued, not served here: the node serves them a part at a time (`serveChunks`),
+            // so the first bytes go out as soon as one part is sealed.
             var seen = Set<Digest32>()
-            var reserved = false
-            for (index, hash) in hashes.enumerated() where seen.insert(hash).inserted {  // each chunk once per request
-                let held = source.withChunk(hash) { bytes in
-                    // Room for this chunk and the rest, taken as the same size (a file's chunks
-                    // are, but its last), so the burst grows the output buffer once.
-                    if !reserved { output.reserve((hashes.count - index) * (bytes.count + 64)) }
-                    reserved = true
-                    sendChunk(hash, bytes)
-                }
-                if !held { missing.append(hash) }
-            }
-            return missing.isEmpty ? [] : send(.noChunks(missing))
+            chunksToServe.append(contentsOf: hashes.filter { seen.insert($0).inserted })  // each chunk once per request
+            return []
         case let .chunk(hash, bytes):
             guard helloReceived else { return fail("chunk before hello", misbehaved: true) }
             return [.chunkReceived(hash, bytes)]
@@ -273,6 +267,41 @@ public struct PeerSession {
             guard helloReceived else { return fail("noChunks before hello", misbehaved: true) }
             return [.chunksMissing(hashes)]
         }
+    }
+
+    /// Chunks the peer asked for that are not answered yet (see `serveChunks`).
+    public var chunksToServeCount: Int { chunksToServe.count - chunksServed }
+
+    /// Answers the chunks the peer asked for, in the order asked, until about `maxBytes` of
+    /// chunk bytes are written (at least one chunk), and lists the ones not held in a `no chunks`.
+    ///
+    /// Why in parts: answering a request of 64 chunks at once sealed 4 MiB before writing any of
+    /// it, and the peer sat idle meanwhile. The node calls this again while `chunksToServeCount`
+    /// is not zero and the connection has taken the previous part.
+    public mutating func serveChunks(from source: RecordSource, maxBytes: Int) -> [Action] {
+        guard case .open = state else { return [] }
+        var missing = [Digest32]()
+        var written = 0
+        while chunksServed < chunksToServe.count, written < maxBytes {
+            let hash = chunksToServe[chunksServed]
+            chunksServed += 1
+            let held = source.withChunk(hash) { bytes in
+                // Room for the whole part at once (it may end up to one chunk past `maxBytes`),
+                // taking the chunks left as this one's size, as a file's chunks are.
+                if written == 0 { output.reserve(min(maxBytes, (chunksToServe.count - chunksServed) * bytes.count) + bytes.count + 256) }
+                sendChunk(hash, bytes)
+                written += bytes.count
+            }
+            if !held { missing.append(hash) }
+        }
+        if chunksServed == chunksToServe.count {
+            chunksToServe.removeAll(keepingCapacity: true)
+            chunksServed = 0
+        }
+        for start in stride(from: 0, to: missing.count, by: SessionMessage.maxChunkHashes) {
+            _ = send(.noChunks(Array(missing[start..<min(start + SessionMessage.maxChunkHashes, missing.count)])))
+        }
+        return flush()
     }
 
     /// Starts a reconciliation round (initiator side of Negentropy; either end of a session may
@@ -365,6 +394,8 @@ public struct PeerSession {
             actions.append(.send(bytes))
         }
         output = SessionOutput()
+        chunksToServe = []
+        chunksServed = 0
         state = .closed
         reconciling = nil
         return actions + [.close(reason: reason, misbehaved: misbehaved)]

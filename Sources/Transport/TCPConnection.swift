@@ -37,6 +37,8 @@ public final class TCPConnection: @unchecked Sendable {
     /// Called with each read, in the read buffer (valid only during the call).
     private var onRead: ((UnsafeRawBufferPointer) -> Void)?
     private var onClose: ((SocketError?) -> Void)?
+    /// Waiting for every queued byte to reach the kernel (`whenDrained`).
+    private var onDrained: [() -> Void] = []
     private var isStarted = false
     private var isReadingPaused = false
     private var isShutdownRequested = false
@@ -156,6 +158,17 @@ public final class TCPConnection: @unchecked Sendable {
         if wasIdle { flush() }
     }
 
+    /// Calls `body` on `queue` once every byte written so far has been taken by the kernel: at
+    /// once if none is pending. Never after the connection closed. Call on `queue`.
+    ///
+    /// For a writer that produces output a part at a time (a peer's chunk requests): it makes
+    /// the next part only when the peer has taken the last, so the output never piles up here.
+    public func whenDrained(_ body: @escaping () -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !descriptor.isClosed else { return }
+        if outgoing.isEmpty { body() } else { onDrained.append(body) }
+    }
+
     /// Closes the sending direction once everything written so far is sent,
     /// so the peer reads end of stream after the last byte. Reading continues
     /// until the peer closes too. Call on `queue`.
@@ -190,6 +203,9 @@ public final class TCPConnection: @unchecked Sendable {
         guard !descriptor.isClosed else { return }
         writeSource?.suspend()
         if isShutdownRequested { shutdownWriteSide() }
+        let drained = onDrained
+        onDrained = []
+        for body in drained where !descriptor.isClosed { body() }
     }
 
     private func armWriteSource() {
@@ -226,6 +242,7 @@ public final class TCPConnection: @unchecked Sendable {
         readSource = nil
         writeSource = nil
         outgoing.removeAll()
+        onDrained = []
         let callback = onClose
         onRead = nil
         onClose = nil

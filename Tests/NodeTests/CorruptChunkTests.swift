@@ -104,7 +104,7 @@ extension CorruptChunkTests {
     @Test("chunks and a reconciliation round in one read keep the session's nonces in order")
     func chunksInterleavedWithRound() throws {
         // The peer holds 24 small photos, each referenced by a message, so the node asks for
-        // 16 chunks at once (its window) and gets them in one read, followed by the peer's
+        // many chunks at once (its window) and gets them in one read, followed by the peer's
         // reconcile message. Each chunk stored makes the node request another at once: that
         // request must not overtake the reply to the reconcile message already encrypted.
         let peerKey = PrivateKey()
@@ -186,6 +186,7 @@ final class ScriptedPeer: @unchecked Sendable {
         connection.start(onRead: { [self] bytes in
             let servedBefore = source.served.value
             var actions = machine.receive(bytes, from: source)
+            actions += machine.serveChunks(from: source, maxBytes: .max)  // all at once, in this write
             if roundWithChunks, source.served.value > servedBefore { actions += machine.startRound(source: source) }
             var out = [UInt8]()
             for action in actions {

@@ -9,6 +9,7 @@ final class MemoryNode: RecordSource {
     let instance: [UInt8]
     var records: [Digest32: [UInt8]] = [:]
     var clocks: [Digest32: UInt64] = [:]
+    var chunks: [Digest32: [UInt8]] = [:]
     private var cached: NegentropySortedItems?
 
     init(seed: UInt8) {
@@ -47,6 +48,15 @@ final class MemoryNode: RecordSource {
     func records(_ ids: [Digest32]) -> [[UInt8]] { ids.compactMap { records[$0] } }
 
     func summary() -> (count: UInt64, fingerprint: [UInt8]) { (UInt64(records.count), [UInt8](repeating: 0, count: 16)) }
+
+    func chunk(_ hash: Digest32) -> [UInt8]? { chunks[hash] }
+
+    /// Holds `bytes` as a chunk and returns its hash.
+    func addChunk(_ bytes: [UInt8]) -> Digest32 {
+        let hash = try! Digest32(bytes: BLAKE2b.hash(bytes))
+        chunks[hash] = bytes
+        return hash
+    }
 }
 
 /// Two session machines wired back to back, delivering every `send` to the other side at once
