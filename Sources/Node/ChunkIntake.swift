@@ -13,7 +13,10 @@ import Store
 /// Batching follows each stage's pace: the chunks that arrive while a batch is hashed form the
 /// next one, and those checked while a batch is stored are stored together next, so when a
 /// stage lags its batches grow, and with them the chunks per hashing round and per commit,
-/// instead of queueing many small ones each with its own fixed cost.
+/// instead of queueing many small ones each with its own fixed cost. A batch is hashed in
+/// groups of eight chunks, one group per core at a time, each group at once
+/// (`VerifiedChunk.check`); so that groups fill up, a batch starts once a group has arrived or
+/// the node's queue has handled the reads that were waiting, not at every chunk.
 ///
 /// `report` gets, on the node's queue, each batch's outcome: the hashes stored (durable against
 /// a crash of the process, see `ChunkWriter`), the chunks that did not match their hash, and a
@@ -30,6 +33,8 @@ final class ChunkIntake: @unchecked Sendable {
     /// the node's queue, where they arrive.
     private var arrived: [ArrivedChunk] = []
     private var checking = false
+    /// Whether a batch is due to start after the reads waiting on the node's queue.
+    private var checkQueued = false
     /// Where a batch is hashed, across the cores that are free.
     private let checkQueue = DispatchQueue(label: "lanchat.node.chunks.check", qos: .userInitiated)
     /// The writer's queue; owns `checked`, `bad` and `flushQueued`.
@@ -52,8 +57,20 @@ final class ChunkIntake: @unchecked Sendable {
     func add(_ chunk: ArrivedChunk) {
         dispatchPrecondition(condition: .onQueue(nodeQueue))
         arrived.append(chunk)
-        if !checking { checkArrived() }
+        guard !checking else { return }
+        if arrived.count >= Self.group {
+            checkArrived()
+        } else if !checkQueued {
+            checkQueued = true
+            nodeQueue.async { [self] in
+                checkQueued = false
+                if !checking { checkArrived() }
+            }
+        }
     }
+
+    /// Chunks hashed together.
+    static let group = BLAKE2b.laneCount
 
     /// Hashes the chunks that arrived as one batch, hands the outcome to the writer, and then
     /// takes the chunks that arrived meanwhile.
@@ -64,12 +81,14 @@ final class ChunkIntake: @unchecked Sendable {
         let batch = arrived
         arrived = []
         checkQueue.async { [self] in
-            // Each iteration writes only its own element.
+            // Each iteration writes only its own group's elements.
             nonisolated(unsafe) let results = UnsafeMutableBufferPointer<VerifiedChunk?>.allocate(capacity: batch.count)
             results.initialize(repeating: nil)
             defer { results.deinitialize().deallocate() }
-            DispatchQueue.concurrentPerform(iterations: batch.count) { index in
-                results[index] = VerifiedChunk(hash: batch[index].hash, bytes: batch[index].bytes)
+            DispatchQueue.concurrentPerform(iterations: (batch.count + Self.group - 1) / Self.group) { group in
+                let range = group * Self.group..<min((group + 1) * Self.group, batch.count)
+                let checked = VerifiedChunk.check(batch[range].map { (hash: $0.hash, bytes: $0.bytes) })
+                for (index, chunk) in zip(range, checked) { results[index] = chunk }
             }
             let good = results.compactMap { $0 }
             let wrong = zip(batch, results).filter { $0.1 == nil }.map(\.0)

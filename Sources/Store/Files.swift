@@ -45,7 +45,7 @@ extension Store {
         let type = try Store.checkFile(bytes, declaredType: declaredType, limit: limit)
         let chunkSize = Store.chunkSize
         let chunks = stride(from: 0, to: bytes.count, by: chunkSize).map { bytes[$0..<min($0 + chunkSize, bytes.count)] }
-        let hashes = chunks.map { BLAKE2b.digest256($0) }
+        let hashes = BLAKE2b.digests256(chunks)
         let manifest = Manifest(blob: BLAKE2b.digest256(bytes), size: UInt64(bytes.count), contentType: type,
                                 chunkSize: UInt64(chunkSize), chunks: hashes)
         // The chunks are durable in their own file before any record names them.
@@ -166,6 +166,19 @@ public struct VerifiedChunk: Sendable {
         guard BLAKE2b.digest256(bytes) == hash else { return nil }
         self.hash = hash
         self.bytes = bytes
+    }
+
+    private init(checked hash: Digest32, bytes: [UInt8]) {
+        self.hash = hash
+        self.bytes = bytes
+    }
+
+    /// Each chunk checked against its hash (nil where it does not match), hashed together:
+    /// chunks of the same length go eight at a time (`BLAKE2b.digests256`).
+    public static func check(_ chunks: some Collection<(hash: Digest32, bytes: [UInt8])>) -> [VerifiedChunk?] {
+        zip(chunks, BLAKE2b.digests256(chunks.map(\.bytes))).map { chunk, digest in
+            digest == chunk.hash ? VerifiedChunk(checked: chunk.hash, bytes: chunk.bytes) : nil
+        }
     }
 }
 

@@ -304,14 +304,20 @@ struct FileStoreTests {
         _ = try target.ingest(encodings.map { try Record.decode($0) }, nowMillis: 10_000)
         let writer = try target.chunkWriter()
 
-        var wrong = try #require(try source.chunk(info.manifest.chunks[0]))
-        wrong[0] ^= 1
-        #expect(VerifiedChunk(hash: info.manifest.chunks[0], bytes: wrong) == nil)
+        // Checked together, as a node checks a batch (eight at a time where it can): a changed
+        // byte and another chunk's hash are refused, the rest pass.
+        var batch = try info.manifest.chunks.map { (hash: $0, bytes: try #require(try source.chunk($0))) }
+        batch[4].bytes[0] ^= 1
+        batch[9].hash = batch[10].hash
+        let checked = VerifiedChunk.check(batch)
+        #expect(checked.indices.filter { checked[$0] == nil } == [4, 9])
+        #expect(VerifiedChunk(hash: batch[4].hash, bytes: batch[4].bytes) == nil)
         var chunks = [VerifiedChunk]()
         for hash in info.manifest.chunks {
             let held = try #require(try source.chunk(hash))
             chunks.append(try #require(VerifiedChunk(hash: hash, bytes: held)))
         }
+        #expect(VerifiedChunk.check(chunks.map { (hash: $0.hash, bytes: $0.bytes) }).allSatisfy { $0 != nil })
         for start in stride(from: 0, to: chunks.count, by: 7) { try writer.put(Array(chunks[start..<min(start + 7, chunks.count)])) }
         try writer.put(Array(chunks.prefix(3)))  // already held: skipped
         #expect(try target.fileInfo("images/many.jpg")?.isComplete == true)
