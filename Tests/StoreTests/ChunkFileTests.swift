@@ -190,15 +190,19 @@ struct ChunkFileTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try Store(path: directory.path + "/store.sqlite")
-        let bytes = ImageFixtures.jpeg() + ImageFixtures.noise(2 * Store.chunkSize, seed: 51)
+        // 20 chunks: more than one group of the eight hashed at once.
+        let bytes = ImageFixtures.jpeg() + ImageFixtures.noise(19 * Store.chunkSize, seed: 51)
         let info = try store.putFile("images/c.jpg", bytes: bytes, signer: alice, nowMillis: 1_000)
+        #expect(info.manifest.chunks.count == 20)
         #expect(try store.integrityCheck() == ["ok"])
         let fd = open(directory.path + "/store.chunks.pack", O_WRONLY)
         #expect(fd >= 0)
-        var flipped = bytes[Store.chunkSize + 10] ^ 0xFF
-        #expect(pwrite(fd, &flipped, 1, off_t(Store.chunkSize + 10)) == 1)
+        for chunk in [1, 13] {
+            var flipped = bytes[chunk * Store.chunkSize + 10] ^ 0xFF
+            #expect(pwrite(fd, &flipped, 1, off_t(chunk * Store.chunkSize + 10)) == 1)
+        }
         close(fd)
-        #expect(try store.integrityCheck() == ["chunks: chunk \(info.manifest.chunks[1]) does not match its hash"])
+        #expect(try store.integrityCheck() == [1, 13].map { "chunks: chunk \(info.manifest.chunks[$0]) does not match its hash" })
     }
 
     @Test("an empty chunk (a manifest may name the hash of nothing) is stored and read back")
