@@ -15,7 +15,7 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
-        // BLAKE2b of eight equal-length messages at once (AVX-512), for chunk checks. Optimised
+        // BLAKE2b of 8 (AVX-512) or 4 (AVX2) equal-length messages at once, for chunk checks. Optimised
         // in debug builds too, as the tests and acceptance scripts hash many chunks.
         .target(name: "CBLAKE2bLanes", cSettings: [.unsafeFlags(["-O2"])]),
 

@@ -1,17 +1,18 @@
 internal import CBLAKE2bLanes
 
-/// BLAKE2b-256 of many messages, eight of the same length at a time (`CBLAKE2bLanes`).
+/// BLAKE2b-256 of many messages, several of the same length at a time (`CBLAKE2bLanes`): eight
+/// with AVX-512, four with AVX2.
 ///
 /// Why: a fetching node checks every chunk against its hash, and this was the largest share of
 /// a fetch's CPU after encryption. A file's chunks all have the same length, so they fill the
-/// eight lanes, at about four times libsodium's rate per core. Processors without AVX-512 hash
-/// one message at a time through libsodium, with the same results.
+/// lanes: about four times libsodium's rate per core with eight, twice with four. Processors
+/// with neither hash one message at a time through libsodium, with the same results.
 extension BLAKE2b {
-    /// Whether this machine hashes eight messages at once.
-    public static let hasLanes = lanchat_blake2b_lanes_available() != 0
+    /// Messages this machine hashes at once: 8, 4, or 1 (no lanes).
+    public static let laneCount = [8, 4].first { lanchat_blake2b_supports(Int32($0)) != 0 } ?? 1
 
-    /// Messages hashed at once.
-    public static let laneCount = Int(LANCHAT_BLAKE2B_LANES)
+    /// Whether this machine hashes several messages at once.
+    public static var hasLanes: Bool { laneCount > 1 }
 
     /// BLAKE2b-256 of each message, in order.
     public static func digests256(_ messages: [[UInt8]]) -> [Digest32] {
@@ -25,8 +26,8 @@ extension BLAKE2b {
             var byLength: [Int: [Int]] = [:]
             for (index, message) in messages.enumerated() { byLength[message.count, default: []].append(index) }
             for (length, indices) in byLength {
-                // Two messages or more go through the lanes (spare lanes repeat the first): eight
-                // lanes cost about as much as two messages hashed one at a time.
+                // Two messages or more go through the lanes (spare lanes repeat the first): a
+                // pass over all lanes costs about as much as two messages one at a time.
                 for start in stride(from: 0, to: indices.count, by: laneCount) where indices.count - start > 1 {
                     let group = Array(indices[start..<min(start + laneCount, indices.count)])
                     for (index, digest) in zip(group, laneDigests(group.map { messages[$0] }, length: length)) {
@@ -38,10 +39,14 @@ extension BLAKE2b {
         return messages.indices.map { digests[$0] ?? digest256(messages[$0]) }
     }
 
-    /// The digests of 1 to 8 messages of `length` bytes each, through the lanes. Only when `hasLanes`.
-    static func laneDigests(_ group: [ArraySlice<UInt8>], length: Int) -> [Digest32] {
-        precondition(hasLanes && (1...laneCount).contains(group.count) && group.allSatisfy { $0.count == length })
-        var pointers = [UnsafePointer<UInt8>?](repeating: nil, count: laneCount)
+    /// Whether this machine can hash `lanes` messages at once (8 or 4).
+    static func supports(lanes: Int) -> Bool { lanchat_blake2b_supports(Int32(lanes)) != 0 }
+
+    /// The digests of 1 to `lanes` messages of `length` bytes each, hashed at once. Only where
+    /// `supports(lanes:)`.
+    static func laneDigests(_ group: [ArraySlice<UInt8>], length: Int, lanes: Int = laneCount) -> [Digest32] {
+        precondition(supports(lanes: lanes) && (1...lanes).contains(group.count) && group.allSatisfy { $0.count == length })
+        var pointers = [UnsafePointer<UInt8>?](repeating: nil, count: lanes)
         // Each message's storage is lent for the call, one nested borrow per message.
         func hash(from index: Int) -> [UInt8] {
             guard index == group.count else {
@@ -50,10 +55,16 @@ extension BLAKE2b {
                     return hash(from: index + 1)
                 }
             }
-            for lane in group.count..<laneCount { pointers[lane] = pointers[0] }
-            var out = [UInt8](repeating: 0, count: laneCount * Digest32.byteCount)
-            pointers.withUnsafeBufferPointer { lanes in
-                out.withUnsafeMutableBufferPointer { lanchat_blake2b256_lanes(lanes.baseAddress, length, $0.baseAddress) }
+            for lane in group.count..<lanes { pointers[lane] = pointers[0] }
+            var out = [UInt8](repeating: 0, count: lanes * Digest32.byteCount)
+            pointers.withUnsafeBufferPointer { messages in
+                out.withUnsafeMutableBufferPointer { out in
+                    if lanes == 8 {
+                        lanchat_blake2b256_x8(messages.baseAddress, length, out.baseAddress)
+                    } else {
+                        lanchat_blake2b256_x4(messages.baseAddress, length, out.baseAddress)
+                    }
+                }
             }
             return out
         }

@@ -14,9 +14,9 @@ import Store
 /// next one, and those checked while a batch is stored are stored together next, so when a
 /// stage lags its batches grow, and with them the chunks per hashing round and per commit,
 /// instead of queueing many small ones each with its own fixed cost. A batch is hashed in
-/// groups of eight chunks, one group per core at a time, each group at once
-/// (`VerifiedChunk.check`); so that groups fill up, a batch starts once a group has arrived or
-/// the node's queue has handled the reads that were waiting, not at every chunk.
+/// groups of eight chunks (four without AVX-512), one group per core at a time, each group at
+/// once (`VerifiedChunk.check`); so that groups fill up, a batch starts once a group has arrived
+/// or the node's queue has handled the reads that were waiting, not at every chunk.
 ///
 /// `report` gets, on the node's queue, each batch's outcome: the hashes stored (durable against
 /// a crash of the process, see `ChunkWriter`), the chunks that did not match their hash, and a

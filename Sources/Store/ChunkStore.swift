@@ -140,7 +140,7 @@ struct ChunkStore {
     }
 
     /// Every indexed chunk whose bytes are missing from the pack or do not match its hash, as
-    /// a sentence each (reads and hashes every chunk, eight at a time: `BLAKE2b.digests256`).
+    /// a sentence each (reads and hashes every chunk, several at a time: `BLAKE2b.digests256`).
     func mismatches() throws -> [String] {
         var problems = [String]()
         var group: [(hash: [UInt8], bytes: ArraySlice<UInt8>)] = []

@@ -174,7 +174,7 @@ public struct VerifiedChunk: Sendable {
     }
 
     /// Each chunk checked against its hash (nil where it does not match), hashed together:
-    /// chunks of the same length go eight at a time (`BLAKE2b.digests256`).
+    /// chunks of the same length go several at a time (`BLAKE2b.digests256`).
     public static func check(_ chunks: some Collection<(hash: Digest32, bytes: [UInt8])>) -> [VerifiedChunk?] {
         zip(chunks, BLAKE2b.digests256(chunks.map(\.bytes))).map { chunk, digest in
             digest == chunk.hash ? VerifiedChunk(checked: chunk.hash, bytes: chunk.bytes) : nil
