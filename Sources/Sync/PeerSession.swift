@@ -294,8 +294,13 @@ public struct PeerSession {
             }
             if !held { missing.append(hash) }
         }
+        // Served hashes are dropped once all are served, or once they are many: a peer that keeps
+        // asking before the last request is answered never lets the queue empty.
         if chunksServed == chunksToServe.count {
             chunksToServe.removeAll(keepingCapacity: true)
+            chunksServed = 0
+        } else if chunksServed >= 1024 {
+            chunksToServe.removeFirst(chunksServed)
             chunksServed = 0
         }
         for start in stride(from: 0, to: missing.count, by: SessionMessage.maxChunkHashes) {

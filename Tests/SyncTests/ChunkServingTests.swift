@@ -72,3 +72,25 @@ struct ChunkServingTests {
         #expect(pair.b.serveChunks(from: b, maxBytes: 1 << 20).isEmpty)
     }
 }
+
+extension ChunkServingTests {
+    @Test("a peer that asks again before its requests are answered gets every chunk once, in order")
+    func requestsWhileServing() {
+        let a = MemoryNode(seed: 1), b = MemoryNode(seed: 2)
+        let held = (0..<64).map { b.addChunk([UInt8(truncatingIfNeeded: $0), 1, 2, 3]) }
+        var pair = SessionPair(a, b, keyA: network, keyB: network)
+        pair.run(pair.a.start())
+        // 40 requests of all 64 chunks; 60 are served between two requests (12 parts of 5), so
+        // the queue does not run empty until the end, after more than a thousand were served.
+        var asked = [Digest32](), received = [Digest32]()
+        for _ in 0..<40 {
+            _ = Self.deliver(pair.a.requestChunks(held), to: &pair.b, source: b)
+            asked += held
+            for _ in 0..<12 { received += Self.received(Self.deliver(pair.b.serveChunks(from: b, maxBytes: 20), to: &pair.a, source: a)) }
+        }
+        while pair.b.chunksToServeCount > 0 {
+            received += Self.received(Self.deliver(pair.b.serveChunks(from: b, maxBytes: 20), to: &pair.a, source: a))
+        }
+        #expect(received == asked)
+    }
+}
