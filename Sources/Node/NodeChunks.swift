@@ -61,13 +61,11 @@ extension Node {
     func serveChunks(_ slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !slot.servingChunks, slot.machine.chunksToServeCount > 0 else { return }
+        // Set until the next turn of the queue, which serves the next part if any is left.
         slot.servingChunks = true
         slot.connection.whenDrained { [self] in
-            slot.servingChunks = false
             guard sessions[ObjectIdentifier(slot)] === slot else { return }
             perform(slot.machine.serveChunks(from: StoreSource(node: self), maxBytes: Node.chunkServePart), on: slot)
-            guard slot.machine.chunksToServeCount > 0, !slot.servingChunks else { return }
-            slot.servingChunks = true
             queue.async { [self] in
                 slot.servingChunks = false
                 serveChunks(slot)

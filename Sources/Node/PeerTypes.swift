@@ -38,7 +38,8 @@ final class SessionSlot: @unchecked Sendable {
     var established = false
     /// Whether reading is paused until queued output drains (`Node.throttle`).
     var readPaused = false
-    /// Whether the chunks the peer asked for are being served (`Node.serveChunks`).
+    /// Whether a part of the chunks the peer asked for is being served, or waits for the
+    /// connection to drain (`Node.serveChunks`).
     var servingChunks = false
     /// Batches of received records being verified or waiting to be stored.
     var batchesInFlight = 0
