@@ -221,9 +221,7 @@ public struct PeerSession {
             roundSent += have.count
             roundRequested += need.count
             actions += sendRecords(source.records(have))
-            for start in stride(from: 0, to: need.count, by: SessionMessage.maxWantIDs) {
-                actions += send(.want(Array(need[start..<min(start + SessionMessage.maxWantIDs, need.count)])))
-            }
+            actions += send(need, atMost: SessionMessage.maxWantIDs, as: SessionMessage.want)
             if let next = step.next {
                 reconciling = session
                 actions += send(.reconcile(next))
@@ -303,10 +301,7 @@ public struct PeerSession {
             chunksToServe.removeFirst(chunksServed)
             chunksServed = 0
         }
-        for start in stride(from: 0, to: missing.count, by: SessionMessage.maxChunkHashes) {
-            _ = send(.noChunks(Array(missing[start..<min(start + SessionMessage.maxChunkHashes, missing.count)])))
-        }
-        return flush()
+        return send(missing, atMost: SessionMessage.maxChunkHashes, as: SessionMessage.noChunks) + flush()
     }
 
     /// Starts a reconciliation round (initiator side of Negentropy; either end of a session may
@@ -328,11 +323,7 @@ public struct PeerSession {
     /// Asks the peer for chunks (at most `SessionMessage.maxChunkHashes` per message).
     public mutating func requestChunks(_ hashes: [Digest32]) -> [Action] {
         guard isEstablished else { return [] }
-        var actions = [Action]()
-        for start in stride(from: 0, to: hashes.count, by: SessionMessage.maxChunkHashes) {
-            actions += send(.wantChunks(Array(hashes[start..<min(start + SessionMessage.maxChunkHashes, hashes.count)])))
-        }
-        return actions + flush()
+        return send(hashes, atMost: SessionMessage.maxChunkHashes, as: SessionMessage.wantChunks) + flush()
     }
 
     /// Pushes new records to the peer at once.
@@ -374,6 +365,15 @@ public struct PeerSession {
         guard case .open = state else { return [] }
         output.append(message.framed())
         return []
+    }
+
+    /// Writes `hashes` as messages made by `message`, at most `limit` hashes each.
+    private mutating func send(_ hashes: [Digest32], atMost limit: Int, as message: ([Digest32]) -> SessionMessage) -> [Action] {
+        var actions = [Action]()
+        for start in stride(from: 0, to: hashes.count, by: limit) {
+            actions += send(message(Array(hashes[start..<min(start + limit, hashes.count)])))
+        }
+        return actions
     }
 
     /// `send(.chunk(hash, bytes))` without encoding the chunk into an intermediate array.
