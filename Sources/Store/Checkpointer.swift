@@ -22,8 +22,9 @@ final class BackgroundCheckpointer: @unchecked Sendable {
 
     /// Takes over the checkpoints of `writer`, a connection to the file at `path`: its commits
     /// now only report the WAL's size here (`committed`). The writer keeps this checkpointer
-    /// alive through its hook.
-    init(for writer: Connection, path: String, framesPerCheckpoint: Int) throws(SQLiteError) {
+    /// alive through its hook. By default a checkpoint runs at SQLite's own threshold (1,000
+    /// pages, some 4 MB of 4 KiB pages).
+    init(for writer: Connection, path: String, framesPerCheckpoint: Int = 1000) throws(SQLiteError) {
         connection = try Connection(path: path)
         self.framesPerCheckpoint = framesPerCheckpoint
         writer.setWALHook { [self] frames in committed(walFrames: frames) }

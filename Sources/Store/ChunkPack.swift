@@ -8,8 +8,8 @@ import Glibc
 ///
 /// Why not SQLite blobs: storing a fetched 64 KiB chunk as a blob copied it into a record, then
 /// into pages, then into the WAL, and later the checkpoint wrote it a second time; about a third
-/// of the CPU time of a fetch went there. Appended here, a chunk is written once, straight from the array it
-/// arrived in.
+/// of the CPU time of a fetch went there. Appended here, a chunk is written once, straight from
+/// the array it arrived in.
 ///
 /// Reads go through a memory map of the file, so a chunk served to a peer is copied once, into
 /// the session's output. The map covers more than the file (Linux allows mapping past the end;

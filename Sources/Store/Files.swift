@@ -202,7 +202,7 @@ public final class ChunkWriter: @unchecked Sendable {
         let db = try Connection(path: path)
         try db.execute("PRAGMA synchronous = NORMAL")
         chunks = ChunkStore(db: db, pack: try ChunkPack(path: ChunkStore.packPath(forIndexAt: path)))
-        checkpointer = try BackgroundCheckpointer(for: db, path: path, framesPerCheckpoint: 1000)
+        checkpointer = try BackgroundCheckpointer(for: db, path: path)
     }
 
     /// Stores the chunks in one transaction (those already held are skipped).

@@ -66,7 +66,7 @@ public final class Store {
         // Only a file in WAL mode has a WAL; another connection to an in-memory store would
         // open a different, empty database.
         guard checkpointer == nil, try db.journalMode == .wal else { return }
-        checkpointer = try BackgroundCheckpointer(for: db, path: path, framesPerCheckpoint: 1000)
+        checkpointer = try BackgroundCheckpointer(for: db, path: path)
     }
 
     /// Returns once the background checkpoints asked for so far have run (for tests).
