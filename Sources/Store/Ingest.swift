@@ -89,7 +89,7 @@ extension Store {
                 }
             }
             // The users directory follows the author's profile, in the same transaction.
-            if profileChanged, let authorID { try refreshUserDirectory(uid: authorID) }
+            if profileChanged, !rebuildingTree, let authorID { try refreshUserDirectory(uid: authorID) }
         }
     }
 

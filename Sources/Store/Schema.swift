@@ -28,7 +28,7 @@ enum Schema {
         nonisolated(unsafe) let chunks = chunks
         return Migrator(migrations + [
             Migration(version: 5, name: "chunks in a file of their own") { db in try moveChunks(from: db, to: chunks) },
-        ])
+        ] + laterMigrations)
     }
 
     /// Copies every chunk of the store's `chunks` table into the chunk pack and drops the table
@@ -128,5 +128,14 @@ enum Schema {
             """),
         Migration(version: 3, name: "users directory keyed by order label", sql: UserDirectory.schema),
         Migration(version: 4, name: "users directory trigram counts", sql: UserDirectory.gramsSchema),
+    ]
+
+    /// Migrations from 6 on, which come after the chunks moved out (migration 5).
+    static let laterMigrations = [
+        // Message ownership bound to the message key, and keys compared in NFC (Protocol.md
+        // §5.1, §5.4): the tree is folded again from the records (`Store.rebuildTreeIfRequested`).
+        Migration(version: 6, name: "tree folded again under the rules of message keys and NFC keys", sql: """
+            INSERT OR REPLACE INTO meta(key, value) VALUES ('tree_rebuild', 1);
+            """),
     ]
 }

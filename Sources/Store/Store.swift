@@ -21,6 +21,9 @@ public final class Store {
     /// Set once the users directory is known to be built (it never becomes unbuilt while a
     /// store is open), so searches skip asking `meta` each time.
     var directoryBuilt = false
+    /// Set while `rebuildTreeIfRequested` folds every record again: the users directory is
+    /// rebuilt once at the end instead of per profile.
+    var rebuildingTree = false
     public let path: String
     /// Set by `checkpointInBackground`.
     private var checkpointer: BackgroundCheckpointer?
@@ -51,6 +54,7 @@ public final class Store {
             _ = try Schema.migrator(chunks: chunkStore).migrate(db)
             let last = try db.scalarInt("SELECT value FROM meta WHERE key = 'clock'") ?? 0
             clock = HybridLogicalClock(last: UInt64(bitPattern: last))
+            try rebuildTreeIfRequested()
         } catch {
             throw Self.storeError(error, path: path)
         }

@@ -1,0 +1,37 @@
+import SQLite
+import Tree
+import Wire
+
+extension Store {
+    /// Materializes the tree again from the records alone: the open zone's leaves and cuts, the
+    /// protected zones, the files and the users directory are emptied and every record is applied
+    /// again, in one transaction.
+    ///
+    /// Why: the tree is a pure function of the record set (Protocol.md §5.3), so when the rules
+    /// that fold it change (who owns a message, how keys are compared), a store materialized under
+    /// the old rules is brought up to date by folding again what it holds. Migration 6 asks for
+    /// it (`meta.tree_rebuild`); the request is cleared in the same transaction, so a crash midway
+    /// leaves the old tree and the request, and the next open starts over.
+    func rebuildTreeIfRequested() throws {
+        guard try db.scalarInt("SELECT value FROM meta WHERE key = 'tree_rebuild'") == 1 else { return }
+        try transaction {
+            // Another process may have done it between the look above and this transaction.
+            guard try db.scalarInt("SELECT value FROM meta WHERE key = 'tree_rebuild'") == 1 else { return }
+            try db.execute("""
+                DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_pairs;
+                DELETE FROM files; DELETE FROM file_refs;
+                """)
+            rebuildingTree = true
+            defer { rebuildingTree = false }
+            // Records are read in arrival order; the fold does not depend on it. They were
+            // verified when stored, so only decoded here.
+            try db.query("SELECT bytes FROM records ORDER BY seq") { row in
+                try apply(try Record.decode(row.blob(0), verify: false))
+            }
+            let users = try Path(segments: ["users"])
+            let profiles = try childKeys(of: users).map { uid in (uid: uid, profile: try value(at: try users.appending(uid))) }
+            try UserDirectory(db: db).rebuild(profiles)
+            try db.run("DELETE FROM meta WHERE key = 'tree_rebuild'")
+        }
+    }
+}
