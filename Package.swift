@@ -21,7 +21,7 @@ let package = Package(
 
         // Pure layers: no Dispatch, no SQL, no sockets.
         .target(name: "Crypto", dependencies: ["CSodium", "CBLAKE2bLanes"]),
-        .target(name: "Tree"),
+        .target(name: "Tree", dependencies: ["Crypto"]),
         .target(name: "Wire", dependencies: ["Tree", "Crypto"]),
         .target(name: "Sync", dependencies: ["Wire", "Tree", "Crypto"]),
 

@@ -58,7 +58,7 @@ for file in photo.jpg photo.png anim.gif; do
     key=$("$LANCHAT" send-image --data "$work/n1" general "$work/$file" 2>"$work/send.err")
     check "send-image $file" 0 $?
     ext=${file##*.}
-    url="gs://lanchat/images/$key.$ext"
+    url="gs://lanchat/images/${uid[1]}_$key.$ext"
     for n in 2 3; do
         until_true 20 shows $n "[photo $url]"; check "$file message on node $n" 0 $?
         "$LANCHAT" get-file --data "$work/n$n" "$url" "$work/out$n.$ext" 2>"$work/get.err"
@@ -122,12 +122,12 @@ kill "${pids[1]}"; wait "${pids[1]}" 2>/dev/null
 cp "$work/pack1.whole" "$pack1"
 start 1
 start 2 --peer "${addr[1]}"
-fetched_line() { grep -q "fetched [0-9]* chunks of images/$key.png" "$work/n2.log"; }
+fetched_line() { grep -q "fetched [0-9]* chunks of images/${uid[1]}_$key.png" "$work/n2.log"; }
 until_true 60 fetched_line; check "transfer completed after restart" 0 $?
-line=$(grep -o "fetched [0-9]* chunks of images/$key.png ([0-9]* were here already)" "$work/n2.log" | tail -1)
+line=$(grep -o "fetched [0-9]* chunks of images/${uid[1]}_$key.png ([0-9]* were here already)" "$work/n2.log" | tail -1)
 echo "images: after restart: $line" >&2
-check "fetched only the missing chunks" "fetched $((total - had)) chunks of images/$key.png ($had were here already)" "$line"
-"$LANCHAT" get-file --data "$work/n2" "images/$key.png" "$work/big2.png" 2>/dev/null; check "get-file big image" 0 $?
+check "fetched only the missing chunks" "fetched $((total - had)) chunks of images/${uid[1]}_$key.png ($had were here already)" "$line"
+"$LANCHAT" get-file --data "$work/n2" "images/${uid[1]}_$key.png" "$work/big2.png" 2>/dev/null; check "get-file big image" 0 $?
 cmp -s "$work/big.png" "$work/big2.png"; check "big image identical" 0 $?
 # Every chunk of node 2, killed in the middle of a transfer, still matches its hash; a byte
 # changed in its pack is found.

@@ -21,7 +21,7 @@ enum FileCommands {
         name: "send-image",
         writes: true,
         abstract: "Send a photo message: the message appears at once, the photo when it is stored.",
-        discussion: "As Firebase chat apps do it: a message with photoURL \"NOTSET\" is pushed first, the image is stored at images/<key>.<ext>, then photoURL is set to gs://lanchat/images/<key>.<ext>.",
+        discussion: "As Firebase chat apps do it: a message with photoURL \"NOTSET\" is pushed first, the image is stored at images/<your id>_<key>.<ext> (a path only you can write), then photoURL is set to gs://lanchat/images/<your id>_<key>.<ext>.",
         arguments: [ChatCommands.conversationArgument, ArgumentSpec(name: "FILE", help: "A JPEG, PNG, GIF or WebP image.")],
         options: [OptionSpec(name: "type", valueName: "TYPE", help: "The declared content type; it must match the bytes.")]
     )) { context in
@@ -38,7 +38,8 @@ enum FileCommands {
             "date": .object([".sv": "timestamp"]), "photoURL": "NOTSET",
         ]), signer: node.identity, nowMillis: now())
         _ = ControlClient.ask(context.dataDirectory, "sync", timeoutSeconds: 2)  // peers see the message now
-        let path = "images/\(key).\(ImageType.fileExtension(type))"
+        // Under the author's id, so that no other member can put another file at the photo's path.
+        let path = "images/\(node.userID)_\(key).\(ImageType.fileExtension(type))"
         try node.store.putFile(path, bytes: bytes, declaredType: context.arguments.value("type"), signer: node.identity, nowMillis: now())
         try node.store.set(try messages.appending(key).appending("photoURL"), to: .string("gs://\(bucket)/\(path)"),
                            signer: node.identity, nowMillis: now())

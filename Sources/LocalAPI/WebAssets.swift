@@ -763,7 +763,7 @@ button, input, textarea { font: inherit; color: inherit; }
       senderId: state.me.uid, senderName: myName(), date: { '.sv': 'timestamp' }, photoURL: 'NOTSET',
     });
     state.started.delete(conversation);
-    const path = 'images/' + key + '.' + extension;
+    const path = 'images/' + state.me.uid + '_' + key + '.' + extension;  // a path only its author can write
     await api('POST', '/v0/b/' + BUCKET + '/o?name=' + encodeURIComponent(path), file);
     await api('PUT', dbPath(['conversations', conversation, 'messages', key, 'photoURL']), 'gs://' + BUCKET + '/' + path);
   }

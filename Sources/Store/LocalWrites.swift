@@ -23,10 +23,13 @@ extension Store {
         return try write(splitForZones(pairs, author: signer.publicKey), signer: signer, nowMillis: nowMillis)
     }
 
-    /// `push`: a new child under `path` named by a Firebase push id; returns the id.
+    /// `push`: a new child under `path` named by a Firebase push id; returns the id. A new
+    /// message (under `/conversations/$cid/messages`) gets a key bound to its author
+    /// (`MessageKey`), so that no other member can ever own it.
     public func push(_ path: Path, value raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> (key: String, record: Record) {
         var rng = SecureRandom()
-        let key = pushIDs.next(nowMillis: nowMillis, using: &rng)
+        var key = pushIDs.next(nowMillis: nowMillis, using: &rng)
+        if Zone.isMessageList(path.segments) { key = MessageKey.bind(key, to: signer.publicKey.userID) }
         let record = try set(try path.appending(key), to: raw, signer: signer, nowMillis: nowMillis)
         return (key, record)
     }
@@ -60,9 +63,11 @@ extension Store {
             return
         case let .user(uid):
             guard uid == author.userID else { throw StoreError.permissionDenied(path: pair.path.description) }
-        case .message:
+        case let .message(_, key):
+            // Free, the author's already, or bound to the author: anything else would count for
+            // nothing (another's message) or hide the message (a second claim on an unbound key).
             let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(StoreKey.of(zone))]) { $0.blob(0) }
-            guard owner == nil || owner == author.bytes,
+            guard owner == nil || owner == author.bytes || MessageKey.isBound(key, to: author.userID),
                   Zone.keepsSenderID(path: pair.path, value: pair.value, author: author.userID)
             else { throw StoreError.permissionDenied(path: pair.path.description) }
         }

@@ -22,12 +22,13 @@ struct ZoneStore {
         let zoneKey = StoreKey.of(root)
         let relative = pair.path.relative(to: root) ?? .root
         try insertPair(zone: zoneKey, order: order, path: StoreKey.of(relative), author: author.bytes, value: encodedValue)
-        let effective = ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID)
+        // A pair that breaks the senderId rule counts for nothing, not even as a claim.
+        guard ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID) else { return }
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
         // zone's root is the zone's whole value, already encoded.
         let firstValue: ArraySlice<UInt8>?
-        if !effective || pair.value == .null {
+        if pair.value == .null {
             firstValue = nil
         } else if relative.isRoot {
             firstValue = encodedValue
@@ -36,25 +37,19 @@ struct ZoneStore {
         } else {
             firstValue = nil
         }
-        if try insertZone(zoneKey, owner: author.bytes, order: order, effective: effective, value: firstValue) {
-            if effective { try noteReferences(zone, JSONValue.null.setting(relative, to: pair.value)) }
+        if try insertZone(zoneKey, owner: author.bytes, order: order, value: firstValue) {
+            try noteReferences(zone, JSONValue.null.setting(relative, to: pair.value))
             return
         }
 
-        guard let row = try db.first("SELECT owner, first_ord, last_ord, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
-            ($0.blob(0), $0.blob(1), $0.isNull(2) ? nil : $0.blob(2), $0.isNull(3) ? nil : $0.blob(3))
+        guard let row = try db.first("SELECT owner, last_ord, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
+            ($0.blob(0), $0.isNull(1) ? nil : $0.blob(1), $0.isNull(2) ? nil : $0.blob(2))
         }) else { return }
-        let (owner, firstOrder, lastOrder, stored) = row
-        if case .message = zone, order.lexicographicallyPrecedes(firstOrder) {
-            // An earlier pair arrived late: its author owns the message, whoever wrote since.
-            try db.run("UPDATE zones SET owner = ?, first_ord = ? WHERE zone = ?", [.blob(author.bytes), .blob(order), .text(zoneKey)])
-            if owner != author.bytes {
-                try refold(zone)
-                return
-            }
+        let (owner, lastOrder, stored) = row
+        guard author.bytes == owner else {
+            if case let .message(_, key) = zone { try claim(zone, key: key, by: author, authorID: authorID, from: owner, order: order) }
+            return
         }
-        // Only the owner's pairs count (after the above, an earlier pair's author is the owner).
-        guard effective, author.bytes == owner else { return }
         if let lastOrder, !lastOrder.lexicographicallyPrecedes(order) {
             try refold(zone)  // older than what the value already holds: fold again in order
             return
@@ -63,6 +58,21 @@ struct ZoneStore {
         let next = current.setting(relative, to: pair.value)
         try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?", [.blob(order), ZoneStore.encode(next), .text(zoneKey)])
         try noteReferences(zone, next)
+    }
+
+    /// A second author's valid pair in a message zone (Protocol.md §5.4): the author bound by the
+    /// message key owns it whoever wrote first; a key bound to the current owner stays theirs;
+    /// otherwise two authors claim a key that binds neither, and the message is disputed (owner
+    /// empty, no value) for good. None of it depends on clocks or arrival order.
+    private func claim(_ zone: Zone, key: String, by author: PublicKey, authorID: String, from owner: [UInt8], order: [UInt8]) throws {
+        let zoneKey = StoreKey.of(zone)
+        if MessageKey.isBound(key, to: authorID) {
+            try db.run("UPDATE zones SET owner = ?, first_ord = ? WHERE zone = ?", [.blob(author.bytes), .blob(order), .text(zoneKey)])
+            try refold(zone)
+            return
+        }
+        if let ownerID = (try? PublicKey(bytes: owner))?.userID, MessageKey.isBound(key, to: ownerID) { return }
+        try db.run("UPDATE zones SET owner = X'', last_ord = NULL, value = NULL WHERE zone = ?", [.text(zoneKey)])
     }
 
     /// Keeps a pair (unless held): the hot insert of every ingest, bound directly on its
@@ -80,22 +90,24 @@ struct ZoneStore {
 
     /// Creates the zone's row with this pair as its first (unless it exists); returns whether it
     /// was created.
-    private func insertZone(_ zone: String, owner: [UInt8], order: [UInt8], effective: Bool, value: ArraySlice<UInt8>?) throws -> Bool {
+    private func insertZone(_ zone: String, owner: [UInt8], order: [UInt8], value: ArraySlice<UInt8>?) throws -> Bool {
         let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.text(zone), at: 1)
         try statement.bind(.blob(owner), at: 2)
         try statement.bind(.blob(order), at: 3)
-        if effective { try statement.bind(.blob(order), at: 4) }  // otherwise left NULL
+        try statement.bind(.blob(order), at: 4)
         if let value { try statement.bind(blob: value, at: 5) }
         while try statement.step() {}
         return db.changes == 1
     }
 
     /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write order.
+    /// A disputed message (no owner) folds to nothing.
     func refold(_ zone: Zone) throws {
         let zoneKey = StoreKey.of(zone)
-        guard let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(zoneKey)], { $0.blob(0) }) else { return }
+        guard let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(zoneKey)], { $0.blob(0) }),
+              !owner.isEmpty else { return }
         let root = zone.root
         let ownerID = (try? PublicKey(bytes: owner))?.userID
         var value = JSONValue.null

@@ -1,10 +1,12 @@
-/// The write rules of lanchat (Protocol.md §5.3). They are functions of a pair and the record set
-/// alone, never of arrival order, so every node decides alike.
+/// The write rules of lanchat (Protocol.md §5.4). They are functions of a pair and the record set
+/// alone, never of arrival order or of clocks a signer chooses, so every node decides alike and no
+/// member can win a zone by backdating.
 ///
 /// The tree is split into *zones* that only certain authors may change:
 /// - `/users/$uid`: the profile of `$uid`, written only by the author whose user id is `$uid`;
-/// - `/conversations/$cid/messages/$mid`: a message, owned by the author of its earliest pair and
-///   whose `senderId` must be that author.
+/// - `/conversations/$cid/messages/$mid`: a message, owned by the author that `$mid` is bound to
+///   (`MessageKey`), or, for a key bound to no writer, by its only claimant; its `senderId` must
+///   be the owner.
 /// Everything else is the *open* zone: any member, last writer wins. A pair in the open zone never
 /// reaches into a zone: whatever its value holds at or below a zone root is ignored, and its
 /// deletes leave zones alone.
@@ -35,6 +37,12 @@ public enum Zone: Hashable, Sendable {
         case let .user(uid): return try! Path(segments: ["users", uid])  // keys came from a valid path
         case let .message(c, m): return try! Path(segments: ["conversations", c, "messages", m])
         }
+    }
+
+    /// Whether `segments` is a conversation's message list, `/conversations/$cid/messages`, where
+    /// pushed keys are bound to their author.
+    public static func isMessageList(_ segments: [String]) -> Bool {
+        segments.count == 3 && segments[0] == "conversations" && segments[2] == "messages"
     }
 
     /// Whether `segments` is exactly a zone root.

@@ -70,29 +70,31 @@ struct MergeTests {
         #expect(try store.value(at: profile) == ["first_name": "Alice"])
     }
 
-    @Test("a message belongs to its first writer; senderId must be that writer")
-    func messageOwnership() throws {
+    @Test("a message at a key bound to no one belongs to its only claimant; a second claimant hides it in every order")
+    func unboundMessageOwnership() throws {
         let (alice, bob) = (testAuthors[0], testAuthors[1])
         let message = try Path("/conversations/c/messages/m")
         let aliceWrite = try Record.make(body: .write([WritePair(path: message, value: ["senderId": .string(alice.publicKey.userID), "text": "hi"])]),
                                          clock: 2_000 << 16, signer: alice)
-        let bobEdit = try Record.make(body: .write([WritePair(path: try message.appending("text"), value: "edited by bob")]),
-                                      clock: 3_000 << 16, signer: bob)
-        let bobEarlier = try Record.make(body: .write([WritePair(path: message, value: ["senderId": .string(bob.publicKey.userID), "text": "bob first"])]),
-                                         clock: 1_000 << 16, signer: bob)
+        let aliceEdit = try Record.make(body: .write([WritePair(path: try message.appending("text"), value: "hi!")]),
+                                        clock: 2_100 << 16, signer: alice)
+        let bobSpoofSender = try Record.make(body: .write([WritePair(path: message, value: ["senderId": .string(alice.publicKey.userID), "text": "x"])]),
+                                             clock: 1_000 << 16, signer: bob)
         let aliceSpoof = try Record.make(body: .write([WritePair(path: try Path("/conversations/c/messages/n"), value: ["senderId": .string(bob.publicKey.userID), "text": "spoof"])]),
                                          clock: 2_500 << 16, signer: alice)
+        let bobClaim = try Record.make(body: .write([WritePair(path: message, value: ["senderId": .string(bob.publicKey.userID), "text": "bob first"])]),
+                                       clock: 1_000 << 16, signer: bob)
 
         let store = try memoryStore()
-        _ = try store.ingest([aliceWrite, bobEdit, aliceSpoof], nowMillis: 10_000)
-        #expect(try store.value(at: message) == ["senderId": .string(alice.publicKey.userID), "text": "hi"])
+        _ = try store.ingest([aliceWrite, aliceEdit, bobSpoofSender, aliceSpoof], nowMillis: 10_000)
+        // A pair that breaks the senderId rule claims nothing; a spoofed senderId shows nothing.
+        #expect(try store.value(at: message) == ["senderId": .string(alice.publicKey.userID), "text": "hi!"])
         #expect(try store.value(at: try Path("/conversations/c/messages/n")) == .null)
-        // An earlier write by Bob arrives: Bob owns the message now, in every order.
-        _ = try store.ingest([bobEarlier], nowMillis: 10_000)
-        let expected: JSONValue = ["senderId": .string(bob.publicKey.userID), "text": "edited by bob"]
-        #expect(try store.value(at: message) == expected)
+        // A second author claims the key, earlier in write order: nobody owns it, in every order.
+        _ = try store.ingest([bobClaim], nowMillis: 10_000)
+        #expect(try store.value(at: message) == .null)
         let other = try memoryStore()
-        _ = try other.ingest([bobEarlier, bobEdit, aliceWrite, aliceSpoof], nowMillis: 10_000)
+        _ = try other.ingest([bobClaim, aliceEdit, aliceWrite, aliceSpoof, bobSpoofSender], nowMillis: 10_000)
         #expect(try other.value(at: .root) == store.value(at: .root))
     }
 
