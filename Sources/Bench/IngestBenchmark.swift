@@ -26,7 +26,7 @@ enum IngestBenchmark {
             let author = authors[i % authors.count]
             let millis = base + UInt64(i)
             let conversation = "room\(i % 50)"
-            let key = pushIDs.next(nowMillis: millis, using: &rng)
+            let key = MessageKey.bind(pushIDs.next(nowMillis: millis, using: &rng), to: author.publicKey.userID)
             let path = try Path(segments: ["conversations", conversation, "messages", key])
             let message: JSONValue = .object([
                 "senderId": .string(author.publicKey.userID), "senderName": .string("User \(i % authors.count)"),

@@ -30,7 +30,8 @@ enum MeshBenchmark {
         return try (0..<n).map { i in
             let author = authors[i % authors.count]
             let millis = base + UInt64(i)
-            let path = try Path(segments: ["conversations", "room\(i % 50)", "messages", pushIDs.next(nowMillis: millis, using: &rng)])
+            let path = try Path(segments: ["conversations", "room\(i % 50)", "messages",
+                                             MessageKey.bind(pushIDs.next(nowMillis: millis, using: &rng), to: author.publicKey.userID)])
             let value: JSONValue = .object(["senderId": .string(author.publicKey.userID), "senderName": "Bench",
                                             "date": .number(Double(millis)), "text": .string("message \(i)")])
             return try Record.make(body: .write([WritePair(path: path, value: value)]), clock: millis << 16, signer: author)
