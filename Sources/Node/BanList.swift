@@ -50,9 +50,4 @@ struct BanList {
         identities = identities.filter { $0.value.until > now }
         endpoints = endpoints.filter { $0.value > now }
     }
-
-    /// The banned identities and endpoints at `now`, for tests and diagnostics.
-    func active(now: Double) -> (identities: [PublicKey], endpoints: [SocketAddress]) {
-        (identities.filter { $0.value.until > now }.map(\.key), endpoints.filter { $0.value > now }.map(\.key))
-    }
 }
