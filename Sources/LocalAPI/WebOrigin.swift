@@ -7,7 +7,7 @@ import Transport
 /// session cookie to a request made by a page that another local server (any port of 127.0.0.1)
 /// serves; the response may be unreadable to that page under CORS, but the write would be done.
 /// Browsers say who makes a request: `Origin` on CORS and non-GET requests, and `Sec-Fetch-Site`
-/// on all of them. A client that sends neither (curl, a script) is not a page in a browser, and
+/// on every request to a trustworthy origin (loopback is one). A client that sends neither (curl, a script) is not a page in a browser, and
 /// holds the cookie only if given it.
 enum WebOrigin {
     /// Whether `request` may use the session cookie: its `Origin`, if any, is one of the API's own,

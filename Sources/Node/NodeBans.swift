@@ -8,9 +8,10 @@ extension Node {
     /// Bans the peer of `slot` for breaking the protocol, and logs one line saying who, why and
     /// for how long. A peer whose hello proved its identity is banned by user id; otherwise the
     /// remote endpoint is: for a session this node dialled, the peer's session address; for an
-    /// accepted one, the address and the connection's source port, which keeps that connection
-    /// from coming back and leaves the host's other nodes alone. A peer banned already is not
-    /// banned again (one bad batch of chunks reports each chunk).
+    /// accepted one, the address and the connection's source port: an ephemeral port, so this
+    /// refuses only a client that reconnects from that same port, and leaves the host's other
+    /// nodes alone (who sent the bytes is unknown, and banning the host would refuse them all).
+    /// A peer banned already is not banned again (one bad batch of chunks reports each chunk).
     func ban(_ slot: SessionSlot, reason: String) {
         dispatchPrecondition(condition: .onQueue(queue))
         let now = monotonicSeconds()
