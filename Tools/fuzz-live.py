@@ -11,8 +11,10 @@ once from several threads:
 Then it checks: the process is alive, the API answers, `lanchat check` of its data (store, chunk index,
 every chunk) is ok, a message still syncs to and from a second, clean peer, and the RSS stayed under a bound.
 
-The node bans a misbehaving address for 60 s, so every fuzz connection and datagram comes from its
-own loopback address (127.x.y.z, never 127.0.0.1); the clean peer talks from 127.0.0.1.
+The node bans a misbehaving peer for 60 s (by identity after its hello, by address and port
+before), never its whole host; still, every fuzz connection and datagram comes from its own
+loopback address (127.x.y.z, never 127.0.0.1) and every session from a fresh identity, and the
+clean peer talks from 127.0.0.1.
 """
 import argparse
 import hashlib
@@ -174,7 +176,7 @@ class LiveFuzzer:
             self.stats[name] += n
 
     def source_address(self):
-        """A fresh loopback address per connection (the node bans misbehaving addresses)."""
+        """A fresh loopback address per connection, so no ban of an earlier one gets in the way."""
         with self.lock:
             self.source_counter += 1
             n = self.source_counter

@@ -137,7 +137,7 @@ check $? "3 sessions and pushed records went over IPv6" "$sessions session lines
 dead=""
 for n in "${HOSTS[@]}"; do kill -0 "${PID[$n]:-0}" 2>/dev/null || dead+=" h$n"; done
 check "$([ -z "$dead" ]; echo $?)" "every node is still running" "${dead:+exited:$dead}"
-if grep -hE 'ignoring it for|could not store|could not connect|IPv4 only' "$work"/h*.log >"$work/problems"; then
+if grep -hE 'banned (user|address) |could not store|could not connect|IPv4 only' "$work"/h*.log >"$work/problems"; then
     sed 's/^/    /' "$work/problems" | head -n 20 >&2
     check 1 "no protocol violations, failed dials or store errors in the logs" "$(wc -l <"$work/problems") lines"
 else

@@ -252,7 +252,7 @@ for n in "${HOSTS[@]}"; do kill -0 "${PID[$n]:-0}" 2>/dev/null || dead+=" h$n"; 
 check "$([ -z "$dead" ]; echo $?)" "every node is still running at the end" "${dead:+exited:$dead}"
 
 # No node may have seen a protocol violation or failed to store: all peers here are honest.
-if grep -hE 'ignoring it for|could not store' "$work"/h*.log >"$work/violations"; then
+if grep -hE 'banned (user|address) |could not store' "$work"/h*.log >"$work/violations"; then
     sed 's/^/    /' "$work/violations" | head -n 20 >&2
     check 1 "no protocol violations or store errors in the logs" "$(wc -l <"$work/violations") lines"
 else

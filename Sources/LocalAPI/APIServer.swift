@@ -81,9 +81,19 @@ public final class APIServer: @unchecked Sendable {
         connections.removeAll()
     }
 
-    /// `Authorization: Bearer TOKEN`, or `auth=TOKEN` in the query for browsers' EventSource.
-    func isAuthorized(_ request: HTTPRequest) -> Bool {
-        if WebApp.admits(request, server: self) { return true }  // the web chat's page, or its session cookie
+    /// Whether a request may go ahead: the web app's page and assets need nothing; otherwise
+    /// the API token (`Authorization: Bearer TOKEN`, or `auth=TOKEN` in the query for browsers'
+    /// EventSource), from anywhere, or the web app's session cookie, from the app's own origin
+    /// only (`WebOrigin`).
+    func admission(_ request: HTTPRequest) -> Admission {
+        if WebApp.isAsset(request) || hasToken(request) { return .granted }
+        guard WebApp.hasCookie(request, server: self) else { return .unauthorized }
+        // Checked before the session, which is left untouched by a refused request.
+        guard WebOrigin.allowsCookie(request, server: address) else { return .forbidden }
+        return WebApp.hasLiveSession(request, server: self) ? .granted : .unauthorized
+    }
+
+    private func hasToken(_ request: HTTPRequest) -> Bool {
         var presented: String?
         if let header = request.header("authorization"), header.lowercased().hasPrefix("bearer ") {
             presented = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
@@ -92,6 +102,15 @@ public final class APIServer: @unchecked Sendable {
         }
         guard let presented else { return false }
         return constantTimeEqual(Array(presented.utf8), Array(token.utf8))
+    }
+
+    /// What `admission` decided.
+    enum Admission {
+        case granted
+        /// No valid credentials (401).
+        case unauthorized
+        /// The session cookie, sent by a page of another origin (403).
+        case forbidden
     }
 }
 
@@ -196,8 +215,14 @@ final class APIConnection {
             send(APIResponse.preflight(), keepAlive: request.keepAlive)
             return
         }
-        guard server.isAuthorized(request) else {
+        switch server.admission(request) {
+        case .granted:
+            break
+        case .unauthorized:
             send(APIResponse.error(401, "Permission denied"), keepAlive: request.keepAlive)
+            return
+        case .forbidden:
+            send(APIResponse.error(403, "Permission denied"), keepAlive: request.keepAlive)
             return
         }
         if request.method == "HEAD" {

@@ -6,7 +6,8 @@ import Node
 ///
 /// The page and assets hold no data, so they are served without credentials; every data
 /// request needs the API token or the session cookie, which the browser sends with the page's
-/// own requests and EventSource streams (same origin). The cookie's name carries the API's port,
+/// own requests and EventSource streams (same origin), and which counts only when they come
+/// from the page's own origin (`WebOrigin`). The cookie's name carries the API's port,
 /// since browsers share cookies between the ports of one host: two nodes on one machine would
 /// otherwise log each other's browser sessions out.
 enum WebApp {
@@ -23,10 +24,18 @@ enum WebApp {
 
     static func cookieName(_ server: APIServer) -> String { "lanchat_session_\(server.address.port)" }
 
-    /// Whether the request may go without the API token: a GET of the page or an asset, or any
-    /// request carrying a live session cookie. Called on the node's queue.
-    static func admits(_ request: HTTPRequest, server: APIServer) -> Bool {
-        if request.method == "GET" || request.method == "HEAD", assets[request.path] != nil { return true }
+    /// Whether the request is a GET of the page or an asset, which needs no credentials.
+    static func isAsset(_ request: HTTPRequest) -> Bool {
+        (request.method == "GET" || request.method == "HEAD") && assets[request.path] != nil
+    }
+
+    /// Whether the request carries this API's session cookie, live or not.
+    static func hasCookie(_ request: HTTPRequest, server: APIServer) -> Bool {
+        cookie(cookieName(server), in: request) != nil
+    }
+
+    /// Whether the request's session cookie is live (which marks it used). Called on the node's queue.
+    static func hasLiveSession(_ request: HTTPRequest, server: APIServer) -> Bool {
         guard let secret = cookie(cookieName(server), in: request) else { return false }
         return server.node.isLoginSessionOnQueue(secret)
     }

@@ -36,7 +36,8 @@ public final class Node: @unchecked Sendable {
     var timers: [any Cancellable] = []
     var sessions: [ObjectIdentifier: SessionSlot] = [:]
     var discovered: [PublicKey: DiscoveredPeer] = [:]
-    var banned: [String: Double] = [:]
+    /// Peers that broke the protocol, ignored for a while (NodeBans.swift).
+    var bans = BanList()
     var manualRetry: [SocketAddress: Double] = [:]
     /// Which chunks to fetch from which session: 4 MiB in flight per peer, asked for 2 MiB at a
     /// time (Protocol.md §8.5).

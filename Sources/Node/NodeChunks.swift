@@ -95,7 +95,7 @@ extension Node {
             if sessions[peer] === arrival.slot {
                 close(arrival.slot, reason: "sent a chunk that does not match its hash", misbehaved: true)
             } else {
-                ban(arrival.slot.connection.remoteAddress.host)
+                ban(arrival.slot, reason: "sent a chunk that does not match its hash")
             }
         }
         if let failure = outcome.failure {

@@ -94,10 +94,16 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         guard case let .beacon(beacon)? = Datagram.open(bytes, key: datagramKey) else { return }
         if beacon.author == identity.publicKey && beacon.instance == instance { return }
-        guard !isBanned(source.host) else { return }
         // `withPort` keeps an IPv6 source's scope (its interface), without which a link-local
         // address cannot be dialled.
         let heard = source.withPort(beacon.port)
+        // Beacons all leave from the shared discovery port: a ban is of the author, or of the
+        // session address it announces, never of the source host.
+        if isBanned(beacon.author) {
+            bans.note(heard, of: beacon.author)  // its pushed datagrams come from there
+            return
+        }
+        guard !isBanned(heard) else { return }
         let now = monotonicSeconds()
         lastHeard[beacon.author] = wallMillis()
         let known = discovered[beacon.author]

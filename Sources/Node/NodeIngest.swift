@@ -201,7 +201,7 @@ extension Node {
     /// A sealed datagram on the session port: a pushed record.
     func receiveDatagram(_ bytes: [UInt8], from address: SocketAddress) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !isBanned(address.host), case let .push(encoding)? = Datagram.open(bytes, key: datagramKey),
+        guard !isBanned(address), case let .push(encoding)? = Datagram.open(bytes, key: datagramKey),
               let record = try? Record.decode(encoding) else { return }
         store([record], from: nil)
     }

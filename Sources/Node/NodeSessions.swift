@@ -9,8 +9,7 @@ import Wire
 extension Node {
     func accept(_ connection: TCPConnection) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let host = connection.remoteAddress.host
-        if isBanned(host) || sessions.count >= config.maxSessions {
+        if isBanned(connection.remoteAddress) || sessions.count >= config.maxSessions {
             connection.close()
             return
         }
@@ -21,6 +20,7 @@ extension Node {
     func connect(to address: SocketAddress, expected: PublicKey?, manual: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard running || !manual || sessions.isEmpty else { return }
+        guard !isBanned(address), !(expected.map(isBanned) ?? false) else { return }
         if manual { manualRetry[address] = monotonicSeconds() + 1 }
         if let expected {
             // A dial in progress counts as a session, so beacons heard meanwhile dial no more.
@@ -89,6 +89,12 @@ extension Node {
             case .send:
                 break
             case let .established(author, _, count, _):
+                if isBanned(author) {
+                    // It broke the protocol before, maybe from another address: not let back in.
+                    if slot.outbound { bans.note(slot.connection.remoteAddress, of: author) }
+                    close(slot, reason: "banned", misbehaved: false)
+                    return
+                }
                 slot.established = true
                 if let other = sessions.values.first(where: { $0 !== slot && $0.established && $0.peer == author }) {
                     // One session per peer. Both ends must drop the same one, so the choice
@@ -153,14 +159,13 @@ extension Node {
         }
     }
 
+    /// Closes a session; one that broke the protocol has its peer banned (`ban`).
     func close(_ slot: SessionSlot, reason: String, misbehaved: Bool) {
-        let host = slot.connection.remoteAddress.host
         sessions.removeValue(forKey: ObjectIdentifier(slot))
         fetcher.peerLeft(ObjectIdentifier(slot))
         slot.connection.close()
         if misbehaved {
-            ban(host)
-            log("disconnected \(slot.peer.map(describe) ?? host): \(reason); ignoring it for \(Int(config.banSeconds)) s")
+            ban(slot, reason: reason)
         } else if slot.established, let peer = slot.peer {
             log("lost \(describe(peer)): \(reason)")
         }
@@ -174,18 +179,6 @@ extension Node {
 
     /// Longest a session moving records goes without a round started by this node.
     static let maxRoundDeferral: Double = 30
-
-    /// Ignores `host` (its beacons, dials and sessions) for `config.banSeconds`.
-    func ban(_ host: String) {
-        banned[host] = monotonicSeconds() + config.banSeconds
-    }
-
-    func isBanned(_ host: String) -> Bool {
-        guard let until = banned[host] else { return false }
-        if until > monotonicSeconds() { return true }
-        banned.removeValue(forKey: host)
-        return false
-    }
 
     /// Every anti-entropy interval: pick up records written by other processes, reconcile with
     /// one random connected peer, expire lost peers, close idle sessions, redial manual peers.
@@ -208,12 +201,13 @@ extension Node {
         }
         if let slot = candidates.randomElement() { startRound(on: slot, now: now) }
         expirePeers(now: now)
+        bans.prune(now: now)
         // A fetch with chunks wanted and none in flight has stalled on peers that lacked them or
         // timed out: ask them again (they may have fetched the chunks meanwhile).
         if fetcher.pendingCount > 0, fetcher.inFlightCount == 0 { fetcher.forgetLacks() }
         fetchReferencedFiles()
         for address in config.manualPeers where !sessions.values.contains(where: { $0.manualAddress == address }) {
-            if isBanned(address.host) { continue }  // it broke the protocol: not redialled until the ban ends
+            if isBanned(address) { continue }  // it broke the protocol: not redialled until the ban ends
             if (manualRetry[address] ?? 0) <= now { connect(to: address, expected: nil, manual: true) }
         }
     }

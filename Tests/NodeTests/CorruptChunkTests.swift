@@ -86,11 +86,11 @@ struct CorruptChunkTests {
 
         #expect(try Self.eventually(30) { try b.read { try $0.fileInfo(path)?.isComplete } == true }, "log: \(logB.lines)")
         #expect(try b.read { try $0.readFile(path) } == bytes)
-        // The liar was asked, answered with a bad chunk, and was disconnected as misbehaving.
+        // The liar was asked, answered with a bad chunk, and was disconnected and banned, once.
         #expect(liar.chunksServed > 0)
         #expect(Self.eventually(10) { liar.sessionsClosed >= 1 })
-        let disconnects = logB.lines.filter { $0.contains("disconnected") && $0.contains("does not match its hash") }
-        #expect(disconnects.count == 1, "log: \(logB.lines)")
+        let bans = logB.lines.filter { $0.contains("banned user \(liar.identity.publicKey.userID)") && $0.contains("does not match its hash") }
+        #expect(bans.count == 1, "log: \(logB.lines)")
         #expect(b.status().peers.filter(\.connected).count == 1)
         // Every stored chunk is the right one.
         for hash in info.manifest.chunks {
