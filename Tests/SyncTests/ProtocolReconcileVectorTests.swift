@@ -10,8 +10,8 @@ import TestSupport
 struct ProtocolReconcileVectorTests {
     static let printing = ProcessInfo.processInfo.environment["LANCHAT_PRINT_VECTORS"] != nil
 
-    /// Item `i` of the vectors: two items per millisecond from 2025-11-30T00:00:00Z, and the id
-    /// SHA-256 of `i` in decimal ASCII (§10 states the same rule).
+    /// Item `i` of the vectors: two items per millisecond from the millisecond 1764441018000, and
+    /// the id SHA-256 of `i` in decimal ASCII (§10 states the same rule).
     static func item(_ i: Int) -> NegentropyItem {
         NegentropyItem(timestamp: 115_634_406_555_648_000 + 65_536 * UInt64(i / 2), id: SHA256.hash(Array(String(i).utf8)))!
     }
