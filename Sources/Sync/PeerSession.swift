@@ -80,7 +80,8 @@ public struct PeerSession {
     /// Ids sent as records, and ids asked for with `want`, in the running round. An honest peer
     /// never names an id twice in one round, but a hostile one could repeat a range in every
     /// reply and make this side send the same records (or ask for the same ids) again and again.
-    /// Both are cleared when the round ends; `roundAsked` holds at most what the peer sent.
+    /// Both are cleared when the round ends. `roundOffered` holds at most our own ids;
+    /// `roundAsked` is bounded by `maxRoundAskedIDs`.
     private var roundOffered = Set<Digest32>()
     private var roundAsked = Set<Digest32>()
     /// Chunks the peer asked for and not yet answered, in the order asked; from `chunksServed` on.
@@ -95,6 +96,10 @@ public struct PeerSession {
     public static let maxWantAnswerBytes = 8 << 20
     /// Negentropy messages are kept well inside one session frame.
     public static let reconcileFrameLimit = 60_000
+    /// A round ends once it has asked for this many ids, so that a peer naming ever more ids
+    /// cannot grow `roundAsked` without end; the next round carries on where it stopped. (An
+    /// honest peer reaches it only in a cold sync of more records than this.)
+    public static let maxRoundAskedIDs = 1 << 18
     /// Ids looked up at a time when answering a `want`: with records of up to 1 MiB, one lookup
     /// holds at most 32 MiB however large the records a member stored.
     static let wantLookupIDs = 32
@@ -241,7 +246,7 @@ public struct PeerSession {
             roundRequested += need.count
             actions += sendRecords(source.records(have))
             actions += send(need, atMost: SessionMessage.maxWantIDs, as: SessionMessage.want)
-            if let next = step.next {
+            if let next = step.next, roundAsked.count < Self.maxRoundAskedIDs {
                 reconciling = session
                 actions += send(.reconcile(next))
             } else {

@@ -46,10 +46,16 @@ struct RawPeer {
         return (reply, messages)
     }
 
-    /// The bytes that carry `messages` to the session, one Noise message each.
+    /// The bytes that carry `messages` to the session, each frame cut into Noise messages.
     mutating func send(_ messages: [SessionMessage]) throws -> [UInt8] {
         var out = [UInt8]()
-        for message in messages { out += NoiseFrame.frame(try transport!.encrypt(message.framed())) }
+        for message in messages {
+            let stream = message.framed()
+            for start in stride(from: 0, to: stream.count, by: NoiseTransport.maxPlaintextLength) {
+                let piece = Array(stream[start..<min(start + NoiseTransport.maxPlaintextLength, stream.count)])
+                out += NoiseFrame.frame(try transport!.encrypt(piece))
+            }
+        }
         return out
     }
 

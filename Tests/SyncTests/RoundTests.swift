@@ -106,6 +106,41 @@ struct RoundTests {
         #expect(Self.records(sent).count == 5)
     }
 
+    @Test("a round that has asked for maxRoundAskedIDs ids ends there, however many the peer names")
+    func roundAskingEnds() throws {
+        let a = MemoryNode(seed: 1)
+        var session = PeerSession(role: .initiator, identity: a.identity, instance: a.instance, networkKey: network)
+        var peer = RawPeer(seed: 2, network: network)
+        try peer.connect(&session, source: a)
+        _ = try peer.receive(session.startRound(source: a))
+
+        // Each reply names 60,000 new ids below 100 ms, and a range above that never matches.
+        let perReply = 60_000
+        var asked = 0, replies = 0
+        while session.isReconciling {
+            var reply = NegentropyMessageWriter()
+            reply.append(bound: NegentropyBound(timestamp: 100 << 16, id: .zero, prefixLength: 0))
+            reply.append(mode: .idList)
+            reply.append(varint: perReply)
+            for index in 0..<perReply {
+                let n = UInt64(replies * perReply + index)
+                reply.append(id: NegentropyPackedID(w0: n, w1: 1, w2: 2, w3: 3))
+            }
+            reply.append(bound: .infinity)
+            reply.append(mode: .fingerprint)
+            reply.append(raw: [UInt8](repeating: 0, count: 16))
+            replies += 1
+            let actions = session.receive(try peer.send([.reconcileReply(reply.bytes)]), from: a)
+            #expect(!actions.contains { if case .close = $0 { true } else { false } })
+            asked += Self.wanted(try peer.receive(actions).messages).count
+            guard replies < 10 else { break }
+        }
+        let cap = PeerSession.maxRoundAskedIDs
+        #expect(!session.isReconciling)
+        #expect(replies == (cap + perReply - 1) / perReply, "the round ends at the reply that reaches the cap")
+        #expect(asked == replies * perReply, "what that reply named is still asked for")
+    }
+
     @Test("a want is answered with records until they reach 8 MiB: the one that reaches it is the last")
     func wantAnswerCapped() {
         let a = MemoryNode(seed: 1), b = MemoryNode(seed: 2)
