@@ -36,11 +36,12 @@ final class FuzzRecordSource: RecordSource {
     func summary() -> (count: UInt64, fingerprint: [UInt8]) { (UInt64(records.count), [UInt8](repeating: 0, count: 16)) }
 }
 
-/// The whole session state machine (Protocol.md §8) as a responder, fed by a peer that completed
-/// a real handshake with fixed keys, so fuzz input reaches the message dispatch.
+/// The whole session state machine (Protocol.md §8), fed by a peer that completed a real
+/// handshake with fixed keys, so fuzz input reaches the message dispatch.
 ///
 /// Input: a mode byte, a cut byte, then the payload. Mode 0: the payload is raw connection
-/// bytes before the handshake. Modes 1-3: the handshake is done (1: both hellos exchanged;
+/// bytes sent to an accepting session before the handshake. Modes 1-3: a session that dialled
+/// the peer has done the handshake (1: both hellos exchanged;
 /// 2: only the session's hello sent; 3: established and the session has started a reconciliation
 /// round), and the payload is the decrypted stream, encrypted by the peer into transport messages.
 /// With bit 0x80 the payload goes to the connection raw, unencrypted.
@@ -71,25 +72,35 @@ public enum PeerSessionChecks {
     }
 
     /// Snapshots after the handshake: [established, no peer hello yet, established with a round].
+    /// The session in them dialled the fuzzer's peer, since only the dialler starts rounds (§8.3).
     nonisolated(unsafe) static let snapshots: [Peer] = {
-        var peer = fresh()
-        var handshake = try! NoiseHandshake(role: .initiator, localStatic: peerIdentity.x25519(),
+        var peer = Peer(session: PeerSession(role: .initiator, identity: nodeIdentity, instance: [UInt8](repeating: 1, count: 8),
+                                             networkKey: network))
+        var handshake = try! NoiseHandshake(role: .responder, localStatic: peerIdentity.x25519(),
                                             psk: network.sessionPSK.copyBytes(), prologue: PeerSession.prologue)
-        let m1 = try! handshake.writeMessage(payload: [])
-        let m2 = noiseMessages(of: peer.session.receive(noiseFrame(m1), from: source))
-        precondition(m2.count == 1, "no handshake reply")
-        _ = try! handshake.readMessage(m2[0])
-        let m3 = try! handshake.writeMessage(payload: [])
-        let afterM3 = peer.session.receive(noiseFrame(m3), from: source)
+        let m1 = noiseMessages(of: peer.session.start())
+        precondition(m1.count == 1, "no first handshake message")
+        _ = try! handshake.readMessage(m1[0])
+        let m2 = try! handshake.writeMessage(payload: [])
+        let afterM2 = peer.session.receive(noiseFrame(m2), from: source)
+        // The first Noise message sent is the handshake's third; the rest (the hello) is transport.
+        guard case let .send(first)? = afterM2.first, let m3 = noiseMessages(of: [.send(first)]).first else {
+            preconditionFailure("no third handshake message")
+        }
+        _ = try! handshake.readMessage(m3)
         peer.transport = try! handshake.split()
-        _ = try! handle(afterM3, &peer, .peerSession)
+        var rest = Array(afterM2.dropFirst())
+        if first.count > 2 + m3.count { rest.insert(.send(Array(first[(2 + m3.count)...])), at: 0) }
+        _ = try! handle(rest, &peer, .peerSession)
         let noHello = peer
         let hello = SessionMessage.hello(author: peerIdentity.publicKey, instance: peerInstance, recordCount: 3,
                                          fingerprint: [UInt8](repeating: 7, count: 16)).framed()
         _ = try! handle(peer.session.receive(encrypt(hello, &peer, sizes: []), from: source), &peer, .peerSession)
         precondition(peer.established && peer.session.isEstablished, "the snapshot session is not established")
         let established = peer
-        _ = try! handle(peer.session.startRound(source: source), &peer, .peerSession)
+        let round = peer.session.startRound(source: source)
+        precondition(!round.isEmpty, "the snapshot session started no round")
+        _ = try! handle(round, &peer, .peerSession)
         peer.reconciling = true
         return [established, noHello, peer]
     }()

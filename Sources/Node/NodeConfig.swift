@@ -21,7 +21,8 @@ public struct NodeConfig: Sendable {
     public var manualPeers: [SocketAddress] = []
     /// Time between beacons; a peer unheard for three intervals is lost.
     public var beaconInterval: DispatchTimeInterval = .seconds(2)
-    /// Time between anti-entropy rounds with a random connected peer.
+    /// Time between anti-entropy rounds, each with one random peer among the sessions this node
+    /// dialled (only the dialler of a session starts rounds there).
     public var antiEntropyInterval: DispatchTimeInterval = .seconds(2)
     /// A session that has not finished its handshake and hello by then is closed.
     public var handshakeTimeout: DispatchTimeInterval = .seconds(10)

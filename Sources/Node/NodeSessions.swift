@@ -181,7 +181,13 @@ extension Node {
     static let maxRoundDeferral: Double = 30
 
     /// Every anti-entropy interval: pick up records written by other processes, reconcile with
-    /// one random connected peer, expire lost peers, close idle sessions, redial manual peers.
+    /// one random connected peer among the sessions this node dialled, expire lost peers, close
+    /// idle sessions, redial manual peers.
+    ///
+    /// Only the dialler of a session starts rounds there (Protocol.md §8.3), so two rounds never
+    /// cross on one session. A node whose sessions are all inbound starts none, and loses
+    /// nothing by it: each of its peers runs rounds on the session it dialled, and a round moves
+    /// records both ways.
     ///
     /// A session still moving records is passed over for up to `maxRoundDeferral`: a round there
     /// would find the records in flight missing and move them all a second time (during a cold
@@ -197,7 +203,8 @@ extension Node {
         }
         let candidates = sessions.values.filter { slot in
             let moving = slot.isMovingRecords()  // called for every session: it takes the tick's count
-            return slot.established && !slot.machine.isReconciling && (!moving || now - slot.roundStartedAt >= Node.maxRoundDeferral)
+            return slot.outbound && slot.established && !slot.machine.isReconciling
+                && (!moving || now - slot.roundStartedAt >= Node.maxRoundDeferral)
         }
         if let slot = candidates.randomElement() { startRound(on: slot, now: now) }
         expirePeers(now: now)

@@ -77,6 +77,13 @@ public struct PeerSession {
     private var reconciling: NegentropySession?
     private var roundSent = 0
     private var roundRequested = 0
+    /// Ids sent as records, and ids asked for with `want`, in the running round. An honest peer
+    /// never names an id twice in one round, but a hostile one could repeat a range in every
+    /// reply and make this side send the same records (or ask for the same ids) again and again.
+    /// Both are cleared when the round ends. `roundOffered` holds at most our own ids;
+    /// `roundAsked` is bounded by `maxRoundAskedIDs`.
+    private var roundOffered = Set<Digest32>()
+    private var roundAsked = Set<Digest32>()
     /// Chunks the peer asked for and not yet answered, in the order asked; from `chunksServed` on.
     private var chunksToServe: [Digest32] = []
     private var chunksServed = 0
@@ -89,6 +96,18 @@ public struct PeerSession {
     public static let maxWantAnswerBytes = 8 << 20
     /// Negentropy messages are kept well inside one session frame.
     public static let reconcileFrameLimit = 60_000
+    /// A round ends once it has asked for this many ids, so that a peer naming ever more ids
+    /// cannot grow `roundAsked` without end; the next round carries on where it stopped. (An
+    /// honest peer reaches it only in a cold sync of more records than this.)
+    public static let maxRoundAskedIDs = 1 << 18
+    /// Ids looked up at a time when answering a `want`: with records of up to 1 MiB, one lookup
+    /// holds at most 32 MiB however large the records a member stored.
+    static let wantLookupIDs = 32
+
+    /// Whether this side may start reconciliation rounds: only the side that dialled the session
+    /// (Protocol.md §8.3), so that one round at most runs on a session and a set never crosses
+    /// twice because both ends asked at once.
+    public var startsRounds: Bool { role == .initiator }
 
     public var isEstablished: Bool { helloReceived && peer != nil }
     public var isReconciling: Bool { reconciling != nil }
@@ -205,6 +224,10 @@ public struct PeerSession {
             return [.established(author: author, instance: instance, recordCount: count, fingerprint: fingerprint)]
         case let .reconcile(bytes):
             guard helloReceived else { return fail("reconcile before hello", misbehaved: true) }
+            // Only the accepting side should send this (§8.3). A `reconcile` from the side that
+            // starts rounds is still answered, not treated as a violation: lanchat nodes before
+            // that rule started rounds from both ends, and refusing them would disconnect and
+            // ban every not-yet-upgraded peer that accepted a session from an upgraded one.
             var responder = try NegentropySession(items: source.reconciliationItems(), frameSizeLimit: Self.reconcileFrameLimit)
             do {
                 let step = try responder.reconcile(bytes)
@@ -216,17 +239,18 @@ public struct PeerSession {
             guard var session = reconciling else { return fail("unexpected reconcile reply", misbehaved: true) }
             let step = try session.reconcile(bytes)
             var actions = [Action]()
-            let have = step.have.compactMap { try? Digest32(bytes: $0) }
-            let need = step.need.compactMap { try? Digest32(bytes: $0) }
+            // Each id once per round: see `roundOffered`.
+            let have = step.have.compactMap { try? Digest32(bytes: $0) }.filter { roundOffered.insert($0).inserted }
+            let need = step.need.compactMap { try? Digest32(bytes: $0) }.filter { roundAsked.insert($0).inserted }
             roundSent += have.count
             roundRequested += need.count
             actions += sendRecords(source.records(have))
             actions += send(need, atMost: SessionMessage.maxWantIDs, as: SessionMessage.want)
-            if let next = step.next {
+            if let next = step.next, roundAsked.count < Self.maxRoundAskedIDs {
                 reconciling = session
                 actions += send(.reconcile(next))
             } else {
-                reconciling = nil
+                endRound()
                 actions.append(.roundComplete(sent: roundSent, requested: roundRequested))
             }
             return actions
@@ -236,18 +260,25 @@ public struct PeerSession {
         case let .want(ids):
             guard helloReceived else { return fail("want before hello", misbehaved: true) }
             // Each id once: a want that repeats an id must not make us send its record again.
-            // At most `maxWantAnswerBytes` per want, read a slice at a time, so one small message
-            // cannot make the node load or queue gigabytes; the rest is asked again next round.
+            // Ids of records we do not hold are left out, with no message saying so.
+            // Records are added until they total `maxWantAnswerBytes` (the one that reaches it is
+            // the last), read a few at a time, so one small message cannot make the node load or
+            // queue gigabytes; the rest is asked again in a later round.
             var seen = Set<Digest32>()
             let unique = ids.filter { seen.insert($0).inserted }
-            // The slices are gathered before sending, so the answer travels in full-sized
-            // `records` messages (the receiver stores one batch per message).
+            // Gathered before sending, so the answer travels in full-sized `records` messages
+            // (the receiver stores one batch per message).
             var answer = [[UInt8]]()
             var answered = 0
-            for start in stride(from: 0, to: unique.count, by: 256) where answered < Self.maxWantAnswerBytes {
-                let records = source.records(Array(unique[start..<min(start + 256, unique.count)]))
-                answered += records.reduce(0) { $0 + $1.count }
-                answer += records
+            var start = 0
+            lookup: while start < unique.count {
+                let end = min(start + Self.wantLookupIDs, unique.count)
+                for record in source.records(Array(unique[start..<end])) {
+                    answer.append(record)
+                    answered += record.count
+                    if answered >= Self.maxWantAnswerBytes { break lookup }
+                }
+                start = end
             }
             return sendRecords(answer)
         case let .wantChunks(hashes):
@@ -304,20 +335,29 @@ public struct PeerSession {
         return send(missing, atMost: SessionMessage.maxChunkHashes, as: SessionMessage.noChunks) + flush()
     }
 
-    /// Starts a reconciliation round (initiator side of Negentropy; either end of a session may
-    /// start rounds). Does nothing while a round is running.
+    /// Starts a reconciliation round (initiator side of Negentropy). Does nothing while a round
+    /// is running, nor on a session this side accepted: only the dialler starts rounds (see
+    /// `startsRounds`), so a session runs one round at a time.
     public mutating func startRound(source: RecordSource) -> [Action] {
-        guard isEstablished, reconciling == nil, case .open = state else { return [] }
+        guard startsRounds, isEstablished, reconciling == nil, case .open = state else { return [] }
         do {
             var session = try NegentropySession(items: source.reconciliationItems(), frameSizeLimit: Self.reconcileFrameLimit)
             let first = try session.initiate()
             reconciling = session
             roundSent = 0
             roundRequested = 0
+            roundOffered = []
+            roundAsked = []
             return send(.reconcile(first)) + flush()
         } catch {
             return fail("reconciliation: \(error)", misbehaved: false)
         }
+    }
+
+    private mutating func endRound() {
+        reconciling = nil
+        roundOffered = []
+        roundAsked = []
     }
 
     /// Asks the peer for chunks (at most `SessionMessage.maxChunkHashes` per message).
@@ -402,7 +442,7 @@ public struct PeerSession {
         chunksToServe = []
         chunksServed = 0
         state = .closed
-        reconciling = nil
+        endRound()
         return actions + [.close(reason: reason, misbehaved: misbehaved)]
     }
 }

@@ -105,8 +105,9 @@ extension CorruptChunkTests {
     func chunksInterleavedWithRound() throws {
         // The peer holds 24 small photos, each referenced by a message, so the node asks for
         // many chunks at once (its window) and gets them in one read, followed by the peer's
-        // reconcile message. Each chunk stored makes the node request another at once: that
-        // request must not overtake the reply to the reconcile message already encrypted.
+        // reconcile message (the peer dialled the node, so it starts rounds). Each chunk stored
+        // makes the node request another at once: that request must not overtake the reply to
+        // the reconcile message already encrypted.
         let peerKey = PrivateKey()
         let peerStore = try Store(path: ":memory:")
         let now = UInt64(Date().timeIntervalSince1970 * 1000)
@@ -126,9 +127,11 @@ extension CorruptChunkTests {
         let dir = try Self.tempDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let log = LogLines()
-        let b = try Self.node(dir, peers: [peer.address], log: log)
+        let b = try Self.node(dir, peers: [], log: log)
         try b.start()
         defer { b.stop() }
+        // The peer dials, so it is the side that starts rounds.
+        peer.dial(b.listenAddress)
         let complete = try Self.eventually(20) {
             try b.read { store in try photos.keys.allSatisfy { try store.fileInfo($0)?.isComplete == true } }
         }
@@ -137,6 +140,7 @@ extension CorruptChunkTests {
         #expect(peer.reasons.isEmpty)
         #expect(peer.sessionsClosed == 0)
         #expect(peer.chunksServed >= photos.count)
+        #expect(peer.roundsStartedWithChunks > 0, "the case under test did not arise")
     }
 }
 
@@ -149,9 +153,10 @@ final class LogLines: @unchecked Sendable {
 }
 
 /// A peer built from the session state machine and a TCP listener: it completes the handshake
-/// and reconciliation like any node, and answers from its `RecordSource`, which may lie. With
-/// `roundWithChunks`, it starts a reconciliation round in the same write as the chunks it sends,
-/// as a node's timer may.
+/// and reconciliation like any node, and answers from its `RecordSource`, which may lie. It
+/// accepts sessions, or dials one with `dial(_:)`. On a session it dialled it starts a round
+/// once established and, with `roundWithChunks`, another in the same write as the chunks it
+/// sends, as a node's timer may (only the dialler starts rounds, Protocol.md §8.3).
 final class ScriptedPeer: @unchecked Sendable {
     let queue = DispatchQueue(label: "scripted-peer")
     let identity: PrivateKey
@@ -163,12 +168,15 @@ final class ScriptedPeer: @unchecked Sendable {
     private var connections: [ObjectIdentifier: TCPConnection] = [:]
     private var closedCount = 0
     private var closeReasons: [String] = []
+    private var roundsWithChunks = 0
 
     var address: SocketAddress { listener.localAddress }
     var chunksServed: Int { queue.sync { source.served.value } }
     var sessionsClosed: Int { queue.sync { closedCount } }
     /// Why this side closed sessions (the protocol errors it saw).
     var reasons: [String] { queue.sync { closeReasons } }
+    /// Rounds started in the same write as chunks.
+    var roundsStartedWithChunks: Int { queue.sync { roundsWithChunks } }
 
     init(network: NetworkKey, identity: PrivateKey = PrivateKey(), source: any RecordSource & ServedCount, roundWithChunks: Bool = false) throws {
         self.network = network
@@ -180,14 +188,22 @@ final class ScriptedPeer: @unchecked Sendable {
     }
 
     private func accept(_ connection: TCPConnection) {
-        var machine = PeerSession(role: .responder, identity: identity, instance: instance, networkKey: network)
+        run(connection, PeerSession(role: .responder, identity: identity, instance: instance, networkKey: network))
+    }
+
+    /// Opens a session to `address`, as its dialler.
+    func dial(_ address: SocketAddress) {
+        TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { [self] result in
+            guard case let .success(connection) = result else { return }
+            run(connection, PeerSession(role: .initiator, identity: identity, instance: instance, networkKey: network))
+        }
+    }
+
+    private func run(_ connection: TCPConnection, _ session: PeerSession) {
+        var machine = session
         let key = ObjectIdentifier(connection)
         connections[key] = connection
-        connection.start(onRead: { [self] bytes in
-            let servedBefore = source.served.value
-            var actions = machine.receive(bytes, from: source)
-            actions += machine.serveChunks(from: source, maxBytes: .max)  // all at once, in this write
-            if roundWithChunks, source.served.value > servedBefore { actions += machine.startRound(source: source) }
+        func carryOut(_ actions: [PeerSession.Action]) {
             var out = [UInt8]()
             for action in actions {
                 switch action {
@@ -203,10 +219,25 @@ final class ScriptedPeer: @unchecked Sendable {
                 }
             }
             if !out.isEmpty { connection.write(out) }
+        }
+        connection.start(onRead: { [self] bytes in
+            let servedBefore = source.served.value
+            let wasEstablished = machine.isEstablished
+            var actions = machine.receive(bytes, from: source)
+            actions += machine.serveChunks(from: source, maxBytes: .max)  // all at once, in this write
+            if !wasEstablished && machine.isEstablished {
+                actions += machine.startRound(source: source)
+            } else if roundWithChunks, source.served.value > servedBefore {
+                let round = machine.startRound(source: source)
+                if !round.isEmpty { roundsWithChunks += 1 }
+                actions += round
+            }
+            carryOut(actions)
         }, onClose: { [self] _ in
             connections.removeValue(forKey: key)
             closedCount += 1
         })
+        carryOut(machine.start())
     }
 
     func stop() {

@@ -30,15 +30,24 @@ struct ProtocolNetworkVectorTests {
         }
     }
 
-    @Test("a sealed beacon")
-    func beacon() throws {
+    /// The `record` hex of the record vector named `name`.
+    static func record(named name: String?) throws -> [UInt8] {
+        try #require(ProtocolVectors.named(name ?? "")?["record"].flatMap(ProtocolVectors.bytes))
+    }
+
+    @Test("a sealed beacon and a pushed record")
+    func datagrams() throws {
         let vectors = try Self.vectors(kind: "datagram")
-        #expect(!vectors.isEmpty)
+        #expect(vectors.contains { $0["name"] == "beacon" } && vectors.contains { $0["name"] == "push" })
         for v in vectors {
-            let author = try PrivateKey(seedBytes: Hex.decode(v["seed"]!)!)
-            let beacon = Beacon(author: author.publicKey, instance: Hex.decode(v["instance"]!)!, port: UInt16(v["port"]!)!,
-                                recordCount: UInt64(v["count"]!)!, fingerprint: Hex.decode(v["fingerprint"]!)!)
-            let datagram = Datagram.beacon(beacon)
+            let datagram: Datagram
+            if v["name"] == "push" {
+                datagram = .push(try Self.record(named: v["record-vector"]))
+            } else {
+                let author = try PrivateKey(seedBytes: Hex.decode(v["seed"]!)!)
+                datagram = .beacon(Beacon(author: author.publicKey, instance: Hex.decode(v["instance"]!)!, port: UInt16(v["port"]!)!,
+                                          recordCount: UInt64(v["count"]!)!, fingerprint: Hex.decode(v["fingerprint"]!)!))
+            }
             expectHex(datagram.plaintext.item.encoded(), v, "plaintext")
             let key = NetworkKey.named(v["network"]!).datagramKey
             let sealed = datagram.seal(key: key, nonce: Hex.decode(v["nonce"]!)!)
@@ -51,7 +60,7 @@ struct ProtocolNetworkVectorTests {
     @Test("session message frames")
     func sessionFrames() throws {
         let vectors = try Self.vectors(kind: "session")
-        #expect(!vectors.isEmpty)
+        #expect(Set(vectors.compactMap { $0["name"] }).isSuperset(of: ["hello", "want", "records", "reconcile", "reconcile-reply"]))
         for v in vectors {
             let message: SessionMessage
             switch v["name"] {
@@ -59,6 +68,12 @@ struct ProtocolNetworkVectorTests {
                 let author = try PrivateKey(seedBytes: Hex.decode(v["seed"]!)!)
                 message = .hello(author: author.publicKey, instance: Hex.decode(v["instance"]!)!,
                                  recordCount: UInt64(v["count"]!)!, fingerprint: Hex.decode(v["fingerprint"]!)!)
+            case "records":
+                message = .records([try Self.record(named: v["record-vector"])])
+            case "reconcile":
+                message = .reconcile(try #require(ProtocolVectors.bytes(v["negentropy"] ?? "")))
+            case "reconcile-reply":
+                message = .reconcileReply(try #require(ProtocolVectors.bytes(v["negentropy"] ?? "")))
             default:
                 message = .want([try Digest32(bytes: Hex.decode(v["id"]!)!)])
             }
