@@ -24,10 +24,24 @@ struct BanList {
         identities[peer] = IdentityBan(until: until, addresses: addresses)
     }
 
+    /// At most this many endpoint bans are kept: a flood of failed handshakes from ever new
+    /// source ports must not grow memory without bound. Past it, expired bans go first, then
+    /// the one that ends soonest (an accepted connection's ban covers only that connection).
+    static let maxEndpoints = 4096
+
     /// Bans one remote endpoint until `until`.
-    mutating func ban(_ endpoint: SocketAddress, until: Double) {
+    mutating func ban(_ endpoint: SocketAddress, until: Double, now: Double) {
+        if endpoints.count >= Self.maxEndpoints {
+            prune(now: now)
+            if endpoints.count >= Self.maxEndpoints, let soonest = endpoints.min(by: { $0.value < $1.value })?.key {
+                endpoints.removeValue(forKey: soonest)
+            }
+        }
         endpoints[endpoint] = until
     }
+
+    /// Number of endpoint bans held (for tests).
+    var endpointCount: Int { endpoints.count }
 
     /// Whether `peer` is banned at `now`.
     func contains(_ peer: PublicKey, now: Double) -> Bool {

@@ -30,7 +30,7 @@ extension Node {
         } else {
             let endpoint = slot.connection.remoteAddress
             guard !bans.contains(endpoint, now: now) else { return }
-            bans.ban(endpoint, until: until)
+            bans.ban(endpoint, until: until, now: now)
             log("banned address \(endpoint) for \(banDuration): \(reason)")
         }
     }

@@ -169,3 +169,19 @@ final class UncheckedBox<Value>: @unchecked Sendable {
     var value: Value
     init(_ value: Value) { self.value = value }
 }
+
+@Suite("Ban list")
+struct BanListTests {
+    @Test("endpoint bans stay within their cap under a flood of new source ports; the newest holds")
+    func endpointCap() throws {
+        var bans = BanList()
+        for i in 0..<(BanList.maxEndpoints + 500) {
+            let endpoint = try SocketAddress(host: "127.0.0.\(1 + i / 60_000)", port: UInt16(1024 + i % 60_000))
+            bans.ban(endpoint, until: 100 + Double(i), now: 1)
+            #expect(bans.endpointCount <= BanList.maxEndpoints)
+        }
+        let newest = try SocketAddress(host: "127.0.0.1", port: UInt16(1024 + BanList.maxEndpoints + 499))
+        #expect(bans.contains(newest, now: 2))
+        #expect(!bans.contains(try SocketAddress(host: "127.0.0.1", port: 1024), now: 2), "the ban ending soonest made room")
+    }
+}
