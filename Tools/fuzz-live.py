@@ -11,12 +11,20 @@ once from several threads:
 Then it checks: the process is alive, the API answers, `lanchat check` of its data (store, chunk index,
 every chunk) is ok, a message still syncs to and from a second, clean peer, and the RSS stayed under a bound.
 
+It also checks that the fuzzing reached what it aimed at: every handshake meant to succeed did (the
+node's own hello, decrypted, names the node), the post-handshake frames went into an established
+session (a valid `reconcile` sent after our hello, ahead of the mutated frames, got its reply), and
+every handshake with a wrong PSK or a mutated third message was refused (the node closed without a
+transport message).
+
 The node bans a misbehaving peer for 60 s (by identity after its hello, by address and port
 before), never its whole host; still, every fuzz connection and datagram comes from its own
 loopback address (127.x.y.z, never 127.0.0.1) and every session from a fresh identity, and the
 clean peer talks from 127.0.0.1.
 """
 import argparse
+import base64
+import collections
 import hashlib
 import json
 import os
@@ -39,6 +47,8 @@ from noise.connection import Keypair, NoiseConnection
 NOISE_NAME = b"Noise_XXpsk3_25519_ChaChaPoly_BLAKE2b"
 PROLOGUE = b"lanchat/session/v1"
 DATAGRAM_AD = b"lanchat/datagram/v1"
+ANSWER_TIMEOUT = 10   # seconds the node has to send its hello or answer a probe
+EMPTY_SET = bytes([0x61, 0x00, 0x00, 0x02, 0x00])   # Negentropy v1: the whole range, an empty id list
 
 
 def blake2b_256(data, key=b""):
@@ -166,7 +176,9 @@ class LiveFuzzer:
         self.key = network_key("lanchat")
         self.datagram_key = subkey(self.key, "lanchat/datagram/v1")
         self.psk = subkey(self.key, "lanchat/session-psk/v1")
-        self.stats = {"beacons": 0, "pushes": 0, "handshakes": 0, "sessions": 0, "frames": 0, "http": 0, "established": 0}
+        self.stats = {"beacons": 0, "pushes": 0, "handshakes": 0, "sessions": 0, "frames": 0, "http": 0,
+                      "established": 0, "probes": 0, "delivered": 0, "meant to fail": 0, "refused": 0}
+        self.problems = collections.Counter()   # what went wrong where something was meant to work
         self.lock = threading.Lock()
         self.source_counter = 0
         self.rss_samples = []
@@ -175,12 +187,16 @@ class LiveFuzzer:
         with self.lock:
             self.stats[name] += n
 
+    def problem(self, what, error):
+        with self.lock:
+            self.problems["%s: %s" % (what, error if isinstance(error, str) else type(error).__name__)] += 1
+
     def source_address(self):
         """A fresh loopback address per connection, so no ban of an earlier one gets in the way."""
         with self.lock:
             self.source_counter += 1
             n = self.source_counter
-        return "127.%d.%d.%d" % (1 + (n >> 16) % 254, (n >> 8) & 0xFF, 2 + n % 250)
+        return "127.%d.%d.%d" % (1 + n // 64000 % 254, n // 250 % 256, 2 + n % 250)
 
     # -- datagrams -----------------------------------------------------------------------------
 
@@ -251,6 +267,42 @@ class LiveFuzzer:
         length = struct.unpack(">H", self.read_exact(sock, 2))[0]
         return self.read_exact(sock, length)
 
+    def send_frames(self, sock, noise, frames):
+        """Frames (§8.2) as one byte stream in Noise transport messages of at most 65519 bytes."""
+        stream = b"".join(struct.pack(">I", len(f)) + f for f in frames)
+        for offset in range(0, len(stream), 65519):
+            message = noise.encrypt(stream[offset:offset + 65519])
+            sock.sendall(struct.pack(">H", len(message)) + message)
+
+    def next_message(self, sock, noise, buffer, timeout):
+        """The node's next session message (§8.2), decoded; `buffer` (a bytearray) keeps the
+        decrypted stream between calls. Raises on a timeout, a close or bytes that do not decrypt."""
+        deadline = time.time() + timeout
+        while True:
+            if len(buffer) >= 4:
+                length = struct.unpack(">I", buffer[:4])[0]
+                if len(buffer) >= 4 + length:
+                    body = bytes(buffer[4:4 + length])
+                    del buffer[:4 + length]
+                    return cbor2.loads(body)
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                raise TimeoutError("no message within %d s" % timeout)
+            sock.settimeout(remaining)
+            buffer += noise.decrypt(self.read_noise(sock))
+
+    def established(self, sock, identity):
+        """A handshake meant to succeed, then the node's hello: returns (noise, buffer) once the
+        node's first transport message decrypted into a hello naming the node."""
+        noise = self.handshake(sock, identity)
+        buffer = bytearray()
+        hello = self.next_message(sock, noise, buffer, ANSWER_TIMEOUT)
+        if not (isinstance(hello, list) and len(hello) == 5 and hello[0] == 1):
+            raise ValueError("first message is not a hello")
+        if hello[1] != self.args.node_author:
+            raise ValueError("hello names another author")
+        return noise, buffer
+
     def handshake(self, sock, identity):
         noise = NoiseConnection.from_name(NOISE_NAME)
         noise.set_as_initiator()
@@ -296,10 +348,20 @@ class LiveFuzzer:
                     sock.sendall(struct.pack(">H", len(m1) & 0xFFFF) + m1)
                     if choice != 3:
                         noise.read_message(self.read_noise(sock))
-                        m3 = noise.write_message()
+                        m3 = original = noise.write_message()
                         if choice == 4:
                             m3 = m.mutate(m3)
                         sock.sendall(struct.pack(">H", len(m3) & 0xFFFF) + m3)
+                        if choice == 2 or m3 != original:
+                            # A wrong PSK or a changed third message: the node must close
+                            # without a single transport message.
+                            self.count("meant to fail")
+                            verdict = self.refused(sock)
+                            if verdict == "refused":
+                                self.count("refused")
+                            else:
+                                self.problem("handshake meant to fail (%s)" % ("wrong PSK" if choice == 2 else "mutated message 3"), verdict)
+                            continue
                 try:
                     sock.settimeout(0.2)
                     sock.recv(4096)
@@ -310,6 +372,17 @@ class LiveFuzzer:
             finally:
                 sock.close()
 
+    def refused(self, sock):
+        """'refused' when the node closes the connection without sending anything, else what it did."""
+        sock.settimeout(ANSWER_TIMEOUT)
+        try:
+            data = sock.recv(4096)
+        except socket.timeout:
+            return "neither answered nor closed within %d s" % ANSWER_TIMEOUT
+        except ConnectionResetError:
+            return "refused"
+        return "refused" if not data else "answered with %d bytes" % len(data)
+
     def fuzz_sessions(self, deadline, seed):
         rng = random.Random(seed)
         m = Mutator(rng)
@@ -317,24 +390,43 @@ class LiveFuzzer:
             identity = Identity(rng)
             try:
                 sock = self.connect()
-                noise = self.handshake(sock, identity)
-            except Exception:
+            except OSError:
                 time.sleep(0.05)
                 continue
+            # Every handshake here is meant to succeed: right PSK, a fresh valid identity.
             self.count("sessions")
             try:
-                # Their hello first (best effort), then ours, then mutated frames.
+                noise, received = self.established(sock, identity)
+            except Exception as error:
+                self.problem("handshake meant to succeed", error)
+                sock.close()
+                continue
+            self.count("established")
+            try:
+                # Our hello (mostly), with a valid `reconcile` whose reply shows that frames reach
+                # the established session; then mutated frames.
                 hello = [1, identity.public, m.bytes(8), rng.randint(0, 100), m.bytes(16)]
-                frames = [canonical(hello)] if rng.random() < 0.9 else []
+                frames = []
+                if rng.random() < 0.9:
+                    self.count("probes")
+                    try:
+                        self.send_frames(sock, noise, [canonical(hello), canonical([2, EMPTY_SET])])
+                        while True:
+                            answer = self.next_message(sock, noise, received, ANSWER_TIMEOUT)
+                            if isinstance(answer, list) and len(answer) == 2 and answer[0] == 3 and isinstance(answer[1], bytes):
+                                break
+                        self.count("delivered")
+                    except Exception as error:
+                        self.problem("frames after the handshake", error)
+                        continue
                 record = identity.record("/fuzz/session/%d" % rng.randrange(1000), "v%d" % rng.randrange(1000))
                 for _ in range(rng.randint(1, 12)):
                     choice = rng.randrange(8)
                     if choice == 0:
                         frames.append(m.cbor_item(hello))
                     elif choice == 1:
-                        empty_set = bytes([0x61, 0x00, 0x00, 0x02, 0x00])
                         fingerprint = bytes([0x61, 0x00, 0x00, 0x01]) + m.bytes(16)
-                        negentropy = m.mutate(rng.choice([empty_set, fingerprint])) if rng.random() < 0.7 else rng.choice([empty_set, fingerprint])
+                        negentropy = m.mutate(rng.choice([EMPTY_SET, fingerprint])) if rng.random() < 0.7 else rng.choice([EMPTY_SET, fingerprint])
                         frames.append(canonical([rng.choice([2, 2, 3]), negentropy]))
                     elif choice == 2:
                         frames.append(canonical([4, [m.mutate(record) if rng.random() < 0.5 else record for _ in range(rng.randint(0, 4))]]))
@@ -359,20 +451,8 @@ class LiveFuzzer:
                     sock.sendall(struct.pack(">H", len(message) & 0xFFFF) + message)
                 # Read what the node answers until it closes or goes quiet.
                 sock.settimeout(0.3)
-                buffer = b""
-                while True:
-                    data = sock.recv(65536)
-                    if not data:
-                        break
-                    buffer += data
-                    while len(buffer) >= 2:
-                        length = struct.unpack(">H", buffer[:2])[0]
-                        if len(buffer) < 2 + length:
-                            break
-                        plain = noise.decrypt(buffer[2:2 + length])
-                        buffer = buffer[2 + length:]
-                        if plain and len(plain) >= 5 and plain[4] == 0x85:
-                            self.count("established")
+                while sock.recv(65536):
+                    pass
             except Exception:
                 pass
             finally:
@@ -388,10 +468,7 @@ class LiveFuzzer:
         records = [identity.record("/probe/%d" % i, "x" * 200) for i in range(2000)]
         ids = [blake2b_256(r) for r in records]
         def send(frame):
-            stream = struct.pack(">I", len(frame)) + frame
-            for offset in range(0, len(stream), 65519):
-                message = noise.encrypt(stream[offset:offset + 65519])
-                sock.sendall(struct.pack(">H", len(message)) + message)
+            self.send_frames(sock, noise, [frame])
         send(canonical([1, identity.public, bytes(8), 0, bytes(16)]))
         send(canonical([4, records]))
         time.sleep(2)
@@ -539,6 +616,9 @@ def main():
                 print("Error: lanchat init failed: " + result.stderr.strip(), file=sys.stderr)
                 print("fuzz-live: 0 passed, 1 failed")
                 return 1
+            if directory == target:
+                # `init` prints the user id: the node's Ed25519 key in unpadded base64url (§1).
+                args.node_author = base64.urlsafe_b64decode(result.stdout.strip() + "=")
         log = open(os.path.join(work, "target.log"), "w")
         node = subprocess.Popen([lanchat, "run", "--data", target, "--listen", "127.0.0.1:%d" % args.port,
                                  "--api", "127.0.0.1:%d" % args.api_port, "--api-token", "owner",
@@ -563,6 +643,18 @@ def main():
             print("fuzz-live: backpressure probe: %d wants of 2000 ids sent without reading; node RSS now %d MiB, peak %d MiB"
                   % (wants, status[0] // 1024, status[1] // 1024) if status else "node gone", file=sys.stderr)
 
+        # 0. The fuzzing reached its targets.
+        stats, problems = fuzzer.stats, fuzzer.problems
+        def why(prefix):
+            found = ["%s (%d)" % (k, n) for k, n in sorted(problems.items()) if k.startswith(prefix)]
+            return ("; " + ", ".join(found)) if found else ""
+        check("handshakes meant to succeed succeeded", stats["sessions"] > 0 and stats["established"] == stats["sessions"],
+              "%d of %d: the node's hello arrived and named it%s" % (stats["established"], stats["sessions"], why("handshake meant to succeed")))
+        check("frames delivered in established sessions", stats["probes"] > 0 and stats["delivered"] == stats["probes"],
+              "%d of %d probe reconciles answered%s" % (stats["delivered"], stats["probes"], why("frames after")))
+        check("handshakes meant to fail were refused", stats["meant to fail"] > 0 and stats["refused"] == stats["meant to fail"],
+              "%d of %d (wrong PSK or mutated message 3) closed without a transport message%s"
+              % (stats["refused"], stats["meant to fail"], why("handshake meant to fail")))
         # 1. Alive.
         check("node alive", node.poll() is None, "exit status %s" % node.returncode if node.poll() is not None else "pid %d" % node.pid)
         # 2. The API answers.

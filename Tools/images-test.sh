@@ -145,4 +145,4 @@ check "check names it" 1 "$(grep -c 'does not match its hash' "$work/check.out")
 
 if [ "$failed" -gt 0 ]; then for n in 1 2 3; do echo "--- node $n log" >&2; tail -20 "$work/n$n.log" >&2; done; fi
 echo "images: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

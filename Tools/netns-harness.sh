@@ -8,10 +8,18 @@
 #   HOSTS   the host numbers, e.g. (1 2 3); host N is namespace $PREFIX-hN with a veth tb0
 #
 # The script sets setup_ok=1 once its nodes run; until then a failure keeps the work directory.
+# Without root the script is skipped: it exits 77 (Tools/test's convention), not 0.
+
+# skip_run WHY: this run cannot happen here; says why and exits 77, which Tools/test counts as
+# a skipped step (never as a pass).
+skip_run() {
+    echo "$LABEL: SKIPPED: $1"
+    if [ -n "${LANCHAT_SKIP_FILE:-}" ]; then printf '%s\n' "$1" >"$LANCHAT_SKIP_FILE"; fi
+    exit 77
+}
 
 if [ "$(id -u)" -ne 0 ]; then
-    echo "$LABEL: skipped: needs root (network namespaces, bridges, nftables)"
-    exit 0
+    skip_run "needs root (network namespaces, bridges, nftables)"
 fi
 LANCHAT=${1:-.build/debug/lanchat}
 [ -x "$LANCHAT" ] || { echo "$LABEL: no lanchat binary at $LANCHAT (build it first)" >&2; exit 1; }

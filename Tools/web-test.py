@@ -379,7 +379,7 @@ def main():
         shutil.rmtree(profiles, ignore_errors=True)
 
     print(f"web: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return 0 if failed == 0 and passed > 0 else 1
 
 
 if __name__ == "__main__":

@@ -137,4 +137,4 @@ threading.excepthook = lambda args: None
 registration.close()
 
 print(f"firebase interop: {passed} passed, {failed} failed")
-os._exit(1 if failed else 0)
+os._exit(1 if failed or not passed else 0)

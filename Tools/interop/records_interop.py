@@ -83,4 +83,4 @@ for i, data in enumerate(frames(open(sys.argv[2], "rb").read())):
     check_record(f"export #{i + 1}", data)
 
 print(f"records interop: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(1 if failed or not passed else 0)
