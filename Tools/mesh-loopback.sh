@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real processes on loopback: three nodes joined in a line with --peer (no discovery); a message
-# sent on any node is read on all; a node restarted after a kill catches up.
+# sent on any node is read on all; a node restarted after a kill catches up; canonically
+# equivalent spellings of a key written on different nodes are one key everywhere.
 # Usage: Tools/mesh-loopback.sh [path/to/lanchat]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,21 @@ same_tree() { [ "$("$LANCHAT" get --data "$work/n1" /)" == "$("$LANCHAT" get --d
 until_true 30 same_tree; check "identical trees" 0 $?
 check "peers of the middle node" 2 "$("$LANCHAT" peers --data "$work/n2" | grep -c connected)"
 check "log lines" 1 "$(grep -c 'connected to' "$work/n1.log" | awk '{print ($1 >= 1)}')"
+
+# One key per spelling (Protocol.md §5.1): "café" written in NFC on one node and in NFD on
+# another is one key, shown in NFC, holding the later write; a delete in either spelling removes
+# it. Both orders: NFC first on node 1, then NFD first on node 3.
+nfc=$(printf 'caf\xc3\xa9') nfd=$(printf 'cafe\xcc\x81')
+all_show() { for n in 1 2 3; do [ "$("$LANCHAT" get --data "$work/n$n" "$1")" == "$2" ] || return 1; done; }
+for pass in "1 $nfc 3 $nfd k1" "3 $nfd 1 $nfc k2"; do
+    set -- $pass
+    "$LANCHAT" set --data "$work/n$1" "/$5/$2" '"first"' >/dev/null
+    until_true 30 all_show "/$5" "{\"$nfc\":\"first\"}"; check "$5: first spelling on all" 0 $?
+    "$LANCHAT" set --data "$work/n$3" "/$5/$4" '"second"' >/dev/null
+    until_true 30 all_show "/$5" "{\"$nfc\":\"second\"}"; check "$5: one key in NFC holding the later write" 0 $?
+    "$LANCHAT" delete --data "$work/n2" "/$5/$4" >/dev/null
+    until_true 30 all_show "/$5" "null"; check "$5: a delete in one spelling removes the key" 0 $?
+done
 
 if [ "$failed" -gt 0 ]; then for n in 1 2 3; do echo "--- node $n log" >&2; tail -20 "$work/n$n.log" >&2; done; fi
 echo "mesh loopback: $passed passed, $failed failed"
