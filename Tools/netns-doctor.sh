@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# `lanchat doctor` on hosts whose network is in the way: two hosts in network namespaces on one
+# `lanchat doctor` on hosts whose network is in the way: three hosts in network namespaces on one
 # bridge. h1's nftables drop the discovery port (UDP 47777) and the session port (TCP 7000):
-# doctor must name both causes and exit 1. h2's network is clean: doctor must see its beacons
-# come back and exit 0; then another program takes UDP 47777 (without SO_REUSEPORT), and its data
-# directory is opened to other users, and doctor must name each.
+# doctor must name both causes and exit 1. h3's do the same but trust loopback first, as many
+# firewalls do (so connecting to itself passes): doctor must still name both. h2's network is
+# clean: doctor must see its beacons come back and exit 0; then another program takes UDP 47777
+# (without SO_REUSEPORT), and its data directory is opened to other users, and doctor must name
+# each.
 #
 # Usage: Tools/netns-doctor.sh [path/to/lanchat]      (default .build/debug/lanchat; needs root)
 set -uo pipefail
@@ -13,8 +15,8 @@ LABEL="netns doctor"
 PREFIX=lanchat-dr
 SUBNET=10.231.79
 PORT=7000
-HOSTS=(1 2)
-NAMES=("" "Alice Smith" "Bob Jones")
+HOSTS=(1 2 3)
+NAMES=("" "Alice Smith" "Bob Jones" "Carol White")
 source Tools/netns-harness.sh "$@"
 
 setup_lan() {
@@ -31,6 +33,16 @@ setup_lan() {
 table inet lanchat_doctor {
     chain input {
         type filter hook input priority 0; policy accept;
+        udp dport 47777 counter drop
+        tcp dport $PORT counter drop
+    }
+}
+NFT
+    ip netns exec "$(hostns 3)" nft -f - <<NFT || return 1
+table inet lanchat_doctor {
+    chain input {
+        type filter hook input priority 0; policy accept;
+        iif "lo" accept
         udp dport 47777 counter drop
         tcp dport $PORT counter drop
     }
@@ -63,6 +75,14 @@ says 1 "PROBLEM  session port $PORT is not reachable at $SUBNET.1 (tb0) while a 
 check $? "doctor names the firewall dropping the session port"
 [ "$(nft_counter 1 lanchat_doctor 'udp dport 47777')" -gt 0 ]
 check $? "the probes did reach h1's firewall" "$(nft_counter 1 lanchat_doctor 'udp dport 47777') dropped"
+
+echo "h3 (nftables trust loopback, then drop UDP 47777 and TCP $PORT):"
+doctor 3 --listen "0.0.0.0:$PORT"
+[ "$doctor_status" -eq 1 ]; check $? "doctor exits 1 on h3" "status $doctor_status"
+says 3 "PROBLEM  a firewall drops the discovery port: datagrams through tb0 ($SUBNET.3) come back on a free UDP port but not on port 47777"
+check $? "doctor names the firewall dropping the discovery port though loopback is trusted"
+says 3 "PROBLEM  the firewall drops the session port $PORT: tcp dport $PORT counter packets [0-9]* bytes [0-9]* drop"
+check $? "doctor finds the rule dropping the session port though connecting to itself works"
 
 echo "h2 (clean):"
 doctor 2 --listen "0.0.0.0:$PORT"
