@@ -92,6 +92,16 @@ check $? "doctor sees h2's beacons come back through tb0"
 says 2 "ok       session port $PORT is reachable"
 check $? "doctor finds h2's session port reachable"
 
+echo "h2 with a node running on discovery port 47800 (given on its command line only):"
+ip netns exec "$(hostns 2)" "$LANCHAT" run --data "$work/h2" --listen "0.0.0.0:$PORT" --discovery-port 47800 2>"$work/h2.log" &
+PID[2]=$!
+until_true 20 node_answers 2
+doctor 2
+kill -TERM "${PID[2]}"; wait_exit "${PID[2]}" 5; unset 'PID[2]'
+[ "$doctor_status" -eq 0 ]; check $? "doctor exits 0 beside a running node" "status $doctor_status"
+says 2 "ok       UDP port 47800 is shared with lanchat (pid [0-9]*)" && says 2 "ok       session port $PORT is reachable"
+check $? "doctor checks the ports the running node uses"
+
 echo "h2 with another program on UDP 47777:"
 ip netns exec "$(hostns 2)" python3 -c '
 import socket, sys, time

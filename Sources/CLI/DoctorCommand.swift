@@ -29,7 +29,7 @@ enum DoctorCommand {
         report.ok("settings: \(settings.files.filter(\.exists).map(\.path).joined(separator: ", ").nonEmpty ?? "no configuration file") (see `lanchat config`)")
         checkDataDirectory(context.dataDirectory, &report)
         let status = runningNode(context.dataDirectory, &report)
-        checkDiscovery(settings.arguments, &report)
+        checkDiscovery(status == nil ? settings.arguments : runningDiscovery(context.dataDirectory, settings.arguments), &report)
         checkSessionPort(settings.arguments, status: status, &report)
         checkAPIPort(settings.arguments, running: status != nil, &report)
         checkClocks(status, &report)
@@ -99,6 +99,18 @@ enum DoctorCommand {
         }
         report.ok("a node runs on this data directory (pid \(status.pid), sessions on \(status.listen), \(status.peers.filter(\.connected).count) peer(s) connected)")
         return status
+    }
+
+    /// `settings` with the discovery options of the node running on `directory`, from its
+    /// `node.json` (its command line may differ from the configuration files).
+    static func runningDiscovery(_ directory: DataDirectory, _ settings: ParsedArguments) -> ParsedArguments {
+        guard let info = ControlClient.info(directory), let port = info["discoveryPort"] as? String else { return settings }
+        var arguments = settings
+        arguments.options["discovery-port"] = [port]
+        let interfaces = (info["discoveryInterfaces"] as? String ?? "").split(separator: ",").map(String.init)
+        arguments.options["discovery-interface"] = interfaces.isEmpty ? nil : interfaces
+        if info["discovery"] as? String == "off" { arguments.flags.insert("no-discovery") } else { arguments.flags.remove("no-discovery") }
+        return arguments
     }
 
     // MARK: Discovery

@@ -51,7 +51,10 @@ enum NodeCommands {
         try runtime.start()
         let api = try APIServer(node: runtime.node, address: apiAddress, token: token)
         runtime.node.queue.sync { api.start() }
-        try runtime.publish(extra: ["api": api.address.description])
+        // What `lanchat doctor` checks while the node runs: the discovery it really uses.
+        try runtime.publish(extra: ["api": api.address.description, "discovery": config.discovery ? "on" : "off",
+                                    "discoveryPort": String(config.discoveryPort),
+                                    "discoveryInterfaces": config.discoveryInterfaces.joined(separator: ",")])
         var fields = [("user", runtime.node.userID), ("listen", runtime.node.listenAddress.description), ("network", network.fingerprint)]
         if config.discovery { fields.append(("discovery_port", String(config.discoveryPort))) }
         logger.log(.info, "lanchat node \(runtime.node.userID) listening on \(runtime.node.listenAddress), network \(network.fingerprint)\(config.discovery ? ", discovery on UDP \(config.discoveryPort)" : "")", fields: fields)
