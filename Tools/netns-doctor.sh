@@ -73,6 +73,12 @@ says 1 "udp dport 47777 counter packets [0-9]* bytes [0-9]* drop"
 check $? "doctor quotes the nftables rule"
 says 1 "PROBLEM  session port $PORT is not reachable at $SUBNET.1 (tb0) while a free port is"
 check $? "doctor names the firewall dropping the session port"
+if [ -n "$(ip -n "$(hostns 1)" -6 addr show dev tb0 scope link 2>/dev/null)" ]; then
+    says 1 "PROBLEM  a firewall drops the discovery port over IPv6: link-local multicast through tb0 comes back on a free UDP port but not on port 47777"
+    check $? "doctor names the firewall dropping IPv6 beacons"
+else
+    echo "skip doctor names the firewall dropping IPv6 beacons (no IPv6 link-local address on h1's tb0)"
+fi
 [ "$(nft_counter 1 lanchat_doctor 'udp dport 47777')" -gt 0 ]
 check $? "the probes did reach h1's firewall" "$(nft_counter 1 lanchat_doctor 'udp dport 47777') dropped"
 

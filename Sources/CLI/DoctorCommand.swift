@@ -16,7 +16,8 @@ enum DoctorCommand {
             (as `lanchat config`), the interfaces beacons use, whether another program holds the discovery, \
             session or API port, whether multicast and broadcast beacons come back through each interface \
             (a datagram sent to itself, compared with one on a free port, so a firewall dropping the \
-            discovery port shows), whether the session port is reachable, and, when a node runs on the data \
+            discovery port shows; and likewise over IPv6 link-local multicast), whether the session port is \
+            reachable, and, when a node runs on the data \
             directory, how far ahead of this machine's clock its peers' clocks run, against the drift bound \
             beyond which their records are refused. Takes the same options as `lanchat run`. Exits 1 when a \
             check finds a problem.
@@ -29,7 +30,9 @@ enum DoctorCommand {
         report.ok("settings: \(settings.files.filter(\.exists).map(\.path).joined(separator: ", ").nonEmpty ?? "no configuration file") (see `lanchat config`)")
         checkDataDirectory(context.dataDirectory, &report)
         let status = runningNode(context.dataDirectory, &report)
-        checkDiscovery(status == nil ? settings.arguments : runningDiscovery(context.dataDirectory, settings.arguments), &report)
+        let discovery = status == nil ? settings.arguments : runningDiscovery(context.dataDirectory, settings.arguments)
+        checkDiscovery(discovery, &report)
+        checkDiscoveryIPv6(discovery, &report)
         checkSessionPort(settings.arguments, status: status, &report)
         checkAPIPort(settings.arguments, running: status != nil, &report)
         checkClocks(status, &report)
@@ -179,6 +182,32 @@ enum DoctorCommand {
             } else {
                 report.problem("neither multicast nor broadcast comes back through \(name), on any port",
                                fix: "the interface may not carry multicast, or a firewall drops all of it: allow UDP port \(port) and multicast to 239.255.77.77 in, or add peers by address with peer = HOST:PORT")
+            }
+        }
+    }
+
+    /// IPv6 link-local beacons, which nodes listening on a wildcard address also send. A
+    /// firewall dropping them is a problem (a LAN carrying IPv6 alone is then silent); IPv6
+    /// multicast not coming back at all is only noted, since IPv4 carries discovery where it
+    /// works.
+    static func checkDiscoveryIPv6(_ args: ParsedArguments, _ report: inout DoctorReport) {
+        guard !args.flag("no-discovery") else { return }
+        let port = args.value("discovery-port").flatMap(UInt16.init) ?? 47777
+        let named = args.values("discovery-interface")
+        let interfaces = ReachProbe.interfacesIPv6().filter { named.isEmpty || named.contains($0.name) }
+        guard !interfaces.isEmpty else { return }
+        guard let results = ReachProbe.runIPv6(port: port, interfaces: interfaces) else {
+            report.skipped("IPv6 beacons: no IPv6 socket on UDP port \(port) here")
+            return
+        }
+        for result in results {
+            if result.heard {
+                report.ok("IPv6 beacons through \(result.interface.name) come back by link-local multicast on UDP port \(port)")
+            } else if result.controlHeard {
+                report.problem("a firewall drops the discovery port over IPv6: link-local multicast through \(result.interface.name) comes back on a free UDP port but not on port \(port)",
+                               fix: "allow UDP port \(port) in over IPv6 too, e.g. nft insert rule inet filter input udp dport \(port) accept")
+            } else {
+                report.skipped("IPv6 beacons do not come back through \(result.interface.name) (IPv4 carries discovery where it works)")
             }
         }
     }

@@ -105,6 +105,63 @@ public enum ReachProbe {
         return results
     }
 
+    /// An interface with an IPv6 link-local address, which IPv6 beacons use.
+    public struct InterfaceIPv6: Sendable {
+        public let name: String
+        public let index: UInt32
+    }
+
+    /// What came back through one interface over IPv6 link-local multicast.
+    public struct ResultIPv6: Sendable {
+        public let interface: InterfaceIPv6
+        public var heard = false
+        public var controlHeard = false
+    }
+
+    public static func interfacesIPv6() -> [InterfaceIPv6] {
+        Interfaces.ipv6LinkLocal().map { InterfaceIPv6(name: $0.name, index: $0.index) }
+    }
+
+    /// The IPv6 half of `run`: probes to the IPv6 beacon group through each interface, on the
+    /// discovery port and on a free port. Nil when IPv6 sockets cannot be had here at all.
+    public static func runIPv6(port: UInt16, group: String = "ff02::7777", interfaces: [InterfaceIPv6],
+                               waitSeconds: Double = 1.5) -> [ResultIPv6]? {
+        let queue = DispatchQueue(label: "lanchat.doctor.probe6")
+        guard let discovery = try? UDPSocket(bind: SocketAddress(host: "::", port: port), queue: queue,
+                                             reuseAddress: true, reusePort: true, v6Only: true),
+              let control = try? UDPSocket(bind: SocketAddress(host: "::", port: 0), queue: queue,
+                                           reuseAddress: true, reusePort: true, v6Only: true),
+              let groupAddress = try? SocketAddress(host: group, port: port),
+              let controlGroup = try? SocketAddress(host: group, port: control.localAddress.port) else { return nil }
+        defer { queue.sync { discovery.close(); control.close() } }
+        let heard = UncheckedSendable(HeardProbes())
+        var probes = [[UInt8]: (Int, Bool)]()
+        queue.sync {
+            for socket in [discovery, control] {
+                for interface in interfaces { try? socket.joinMulticast(group: groupAddress, interfaceIndex: interface.index) }
+                socket.start { bytes, _ in heard.value.bytes.insert(bytes) }
+            }
+            for (index, interface) in interfaces.enumerated() {
+                for (isControl, socket, target) in [(false, discovery, groupAddress), (true, control, controlGroup)] {
+                    let probe = probeBytes()
+                    probes[probe] = (index, isControl)
+                    if (try? socket.setMulticastInterface(index: interface.index)) != nil { try? socket.send(probe, to: target) }
+                }
+            }
+        }
+        let deadline = Date().addingTimeInterval(waitSeconds)
+        while Date() < deadline, !queue.sync(execute: { probes.keys.allSatisfy { heard.value.bytes.contains($0) } }) {
+            usleep(50_000)
+        }
+        var results = interfaces.map { ResultIPv6(interface: $0) }
+        queue.sync {
+            for (bytes, (index, isControl)) in probes where heard.value.bytes.contains(bytes) {
+                if isControl { results[index].controlHeard = true } else { results[index].heard = true }
+            }
+        }
+        return results
+    }
+
     /// A probe: beacon-sized random bytes, which open under no network key.
     static func probeBytes() -> [UInt8] { secureRandomBytes(96) }
 
