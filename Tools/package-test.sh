@@ -70,9 +70,11 @@ web_chat() {
         sleep 0.2
     done
     [ -n "$api" ] || { cat "$work/run.log" >&2; return 1; }
+    # Whole bodies first: `curl | grep -q` fails under pipefail when grep stops reading early.
+    local script headers
     page=$(curl -sf "http://$api/") && grep -q '<script src="/app.js" defer></script>' <<<"$page" &&
-        curl -sf "http://$api/app.js" | grep -q "EventSource" &&
-        curl -sfI "http://$api/app.css" | grep -qi "^content-type: text/css; charset=utf-8"
+        script=$(curl -sf "http://$api/app.js") && grep -q "EventSource" <<<"$script" &&
+        headers=$(curl -sfI "http://$api/app.css") && grep -qi "^content-type: text/css; charset=utf-8" <<<"$headers"
     local status=$?
     kill "$node_pid"; wait "$node_pid" 2>/dev/null; node_pid=""
     return $status
