@@ -35,7 +35,9 @@ let package = Package(
 
         // HTTP/1.1 parsing (sans-IO) and the local API served by a node.
         .target(name: "HTTP"),
-        .target(name: "LocalAPI", dependencies: ["HTTP", "Node", "Store", "Transport", "Wire", "Tree", "Crypto"]),
+        // The web chat's page, styles and script (Sources/LocalAPI/Web) are compiled into the binary.
+        .target(name: "LocalAPI", dependencies: ["HTTP", "Node", "Store", "Transport", "Wire", "Tree", "Crypto"],
+                resources: [.embedInCode("Web/index.html"), .embedInCode("Web/app.css"), .embedInCode("Web/app.js")]),
 
         // Commands and the executables (whose mains are one line).
         .target(name: "CLI", dependencies: ["LocalAPI", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),

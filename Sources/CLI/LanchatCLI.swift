@@ -9,7 +9,14 @@ public enum LanchatCLI {
     static let version = "0.1.0"
 
     /// The subcommands, in the order help lists them.
-    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + TransferCommands.all + FileCommands.all + NodeCommands.all + [OpenCommand.open] + [WatchCommand.watch] + UserCommands.all
+    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + TransferCommands.all + FileCommands.all + NodeCommands.all + [OpenCommand.open] + [WatchCommand.watch] + UserCommands.all + [ConfigCommand.config, DoctorCommand.doctor]
+
+    /// Commands that work but are not listed in the overview (the package build runs them).
+    static let hiddenCommands: [Command] = DocumentationCommands.all
+
+    static func command(named name: String) -> Command? {
+        (commands + hiddenCommands).first { $0.spec.name == name }
+    }
 
     static var overview: String {
         var lines = [
@@ -50,7 +57,7 @@ public enum LanchatCLI {
                 console.writeOut(ArraySlice(overview.utf8))
                 return 0
             }
-            guard let command = commands.first(where: { $0.spec.name == arguments[1] }) else {
+            guard let command = command(named: arguments[1]) else {
                 console.printError("Error: unknown subcommand '\(arguments[1])'")
                 console.printError("Usage: lanchat help <subcommand>")
                 return 64
@@ -60,7 +67,7 @@ public enum LanchatCLI {
         default:
             break
         }
-        guard let command = commands.first(where: { $0.spec.name == first }) else {
+        guard let command = command(named: first) else {
             console.printError("Error: unknown subcommand '\(first)'")
             console.printError("Usage: lanchat <subcommand> [options] (see 'lanchat --help')")
             return 64

@@ -15,23 +15,17 @@ enum NodeCommands {
         name: "run",
         abstract: "Run a node: discover peers on the LAN and sync with them until interrupted.",
         discussion: """
-            Logs one line per peer event on stderr. Stops cleanly on SIGINT or SIGTERM. While it runs, \
-            other lanchat commands on the same data directory reach it, so their writes are pushed at once.
+            Logs one line per event on stderr: `TIME LEVEL message` (levels info, warning, error; no colour \
+            unless stderr is a terminal; under systemd, syslog level prefixes instead of times), or one JSON \
+            object per line with --log-format json. Stops cleanly on SIGINT or SIGTERM. While it runs, other \
+            lanchat commands on the same data directory reach it, so their writes are pushed at once. Every \
+            option can also be set in a configuration file (see `lanchat help config`).
             """,
-        options: [
-            OptionSpec(name: "listen", valueName: "HOST:PORT", help: "Session address (default 0.0.0.0:0, a free port; 0.0.0.0 also listens on [::])."),
-            OptionSpec(name: "api", valueName: "HOST:PORT", help: "Local API address (default 127.0.0.1:0, a free port)."),
-            OptionSpec(name: "api-token", valueName: "TOKEN", help: "The API's bearer token (default: the one in the data directory)."),
-            OptionSpec(name: "api-public", valueName: nil, help: "Allow an --api address other than loopback."),
-            OptionSpec(name: "network", valueName: "NAME", help: "Join the public network NAME (default: lanchat)."),
-            OptionSpec(name: "network-key-file", valueName: "FILE", help: "Join the private network whose key is in FILE."),
-            OptionSpec(name: "peer", valueName: "HOST:PORT", help: "Also keep a session with this peer (repeatable).", repeatable: true),
-            OptionSpec(name: "no-discovery", valueName: nil, help: "Send and hear no beacons; use --peer only."),
-            OptionSpec(name: "discovery-port", valueName: "PORT", help: "UDP port of beacons (default 47777)."),
-            OptionSpec(name: "discovery-interface", valueName: "NAME", help: "Send beacons only on this interface, e.g. lo (repeatable; default: all).", repeatable: true),
-        ]
+        options: RunOptions.specs + [RunOptions.configOption]
     )) { context in
-        let args = context.arguments
+        let settings = try ConfigFile.resolve(context.arguments, options: RunOptions.specs,
+                                              directory: context.dataDirectory, environment: context.console.environment)
+        let args = settings.arguments
         let network = try networkKey(args)
         var config = NodeConfig(listen: try address(args.value("listen") ?? "0.0.0.0:0", option: "listen"))
         config.manualPeers = try args.values("peer").map { try address($0, option: "peer") }
@@ -41,13 +35,13 @@ enum NodeCommands {
             guard let p = UInt16(port), p > 0 else { throw UsageError(message: "--discovery-port must be a port number, got '\(port)'") }
             config.discoveryPort = p
         }
-        let console = context.console
-        // `run` is only ever the process's own command line, so it logs to the real stderr.
-        config.log = { line in
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withTime, .withColonSeparatorInTime, .withFractionalSeconds]
-            FileHandle.standardError.write(Data("\(formatter.string(from: Date())) \(line)\n".utf8))
+        let formatName = args.value("log-format") ?? LogFormat.text.rawValue
+        guard let format = LogFormat(rawValue: formatName) else {
+            throw UsageError(message: "--log-format must be 'text' or 'json', got '\(formatName)'")
         }
+        // `run` is only ever the process's own command line, so it logs to the real stderr.
+        let logger = LogWriter.standardError(format: format, environment: context.console.environment)
+        config.logEntry = { level, line in logger.log(level, line) }
         let apiAddress = try address(args.value("api") ?? "127.0.0.1:0", option: "api")
         guard args.flag("api-public") || apiAddress.isLoopback else {
             throw UsageError(message: "--api \(apiAddress) is not a loopback address; add --api-public to serve it beyond this machine")
@@ -57,16 +51,21 @@ enum NodeCommands {
         try runtime.start()
         let api = try APIServer(node: runtime.node, address: apiAddress, token: token)
         runtime.node.queue.sync { api.start() }
-        try runtime.publish(extra: ["api": api.address.description])
-        console.printError("lanchat node \(runtime.node.userID) listening on \(runtime.node.listenAddress), network \(network.fingerprint)\(config.discovery ? ", discovery on UDP \(config.discoveryPort)" : "")")
-        console.printError("local API on http://\(api.address) (token: lanchat status shows it)")
+        // What `lanchat doctor` checks while the node runs: the discovery it really uses.
+        try runtime.publish(extra: ["api": api.address.description, "discovery": config.discovery ? "on" : "off",
+                                    "discoveryPort": String(config.discoveryPort),
+                                    "discoveryInterfaces": config.discoveryInterfaces.joined(separator: ",")])
+        var fields = [("user", runtime.node.userID), ("listen", runtime.node.listenAddress.description), ("network", network.fingerprint)]
+        if config.discovery { fields.append(("discovery_port", String(config.discoveryPort))) }
+        logger.log(.info, "lanchat node \(runtime.node.userID) listening on \(runtime.node.listenAddress), network \(network.fingerprint)\(config.discovery ? ", discovery on UDP \(config.discoveryPort)" : "")", fields: fields)
+        logger.log(.info, "local API on http://\(api.address) (token: lanchat status shows it)", fields: [("api", "http://\(api.address)")])
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         var sources = [any DispatchSourceSignal]()
         for number in [SIGINT, SIGTERM] {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler {
-                console.printError("stopping")
+                logger.log(.info, "stopping")
                 runtime.node.queue.sync { api.close() }
                 runtime.stop()
                 exit(0)

@@ -1,7 +1,7 @@
 import HTTP
 import Node
 
-/// The web chat served at `/` of the local API: the page and its two assets (WebAssets.swift),
+/// The web chat served at `/` of the local API: the page and its two assets (the files in Web/, see WebAssets),
 /// and the login that turns a one-time token from `lanchat open` into a session cookie.
 ///
 /// The page and assets hold no data, so they are served without credentials; every data
@@ -12,7 +12,7 @@ import Node
 /// otherwise log each other's browser sessions out.
 enum WebApp {
     /// The assets by path segments (`/` is no segment).
-    static let assets: [[String]: (type: String, body: String)] = [
+    static let assets: [[String]: (type: String, body: [UInt8])] = [
         []: ("text/html; charset=utf-8", WebAssets.indexHTML),
         ["app.js"]: ("text/javascript; charset=utf-8", WebAssets.appJS),
         ["app.css"]: ("text/css; charset=utf-8", WebAssets.appCSS),
@@ -65,7 +65,7 @@ enum WebApp {
             }
             return HTTPResponse(status: 303, headers: headers, body: Array("See /\n".utf8))
         }
-        return HTTPResponse(status: 200, headers: security + [("Content-Type", asset.type)], body: Array(asset.body.utf8))
+        return HTTPResponse(status: 200, headers: security + [("Content-Type", asset.type)], body: asset.body)
     }
 
     /// Headers of every web app response: never cached (a new binary serves new assets), nothing

@@ -50,6 +50,8 @@ public final class Node: @unchecked Sendable {
     lazy var chunkIntake = ChunkIntake(writer: chunkWriter, nodeQueue: queue) { [weak self] in self?.chunksChecked($0) }
     /// When each peer was last heard from (beacon or session), in wall-clock milliseconds.
     var lastHeard: [PublicKey: UInt64] = [:]
+    /// How far ahead of this node's clock each connected peer's own records arrive (NodeClockLead.swift).
+    var clockLead: [PublicKey: Int64] = [:]
     /// Peers being dialled (from beacons) whose connection is not established yet.
     var dialing = Set<PublicKey>()
     var running = false
@@ -128,7 +130,9 @@ public final class Node: @unchecked Sendable {
         return "\(name) (\(short))"
     }
 
-    func log(_ line: String) { config.log(line) }
+    func log(_ line: String, level: LogLevel = .info) {
+        if let entry = config.logEntry { entry(level, line) } else { config.log(line) }
+    }
 
     // MARK: Status
 
@@ -167,6 +171,7 @@ public final class Node: @unchecked Sendable {
                                                         address: slot.connection.remoteAddress.description, connected: true,
                                                         discovered: false, lastSeenSecondsAgo: nil, recordCount: nil)
                 entry.connected = true
+                entry.clockLeadMillis = clockLead[author]
                 peers[author] = entry
             }
             return NodeStatus(userID: userID, name: describe(identity.publicKey), listen: listenAddress.description,

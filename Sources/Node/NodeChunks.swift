@@ -99,7 +99,7 @@ extension Node {
             }
         }
         if let failure = outcome.failure {
-            log("could not store \(outcome.batch.count) chunks: \(failure)")
+            log("could not store \(outcome.batch.count) chunks: \(failure)", level: .error)
             fetcher.want(outcome.batch)
         } else {
             for hash in outcome.batch { noteFetched(hash) }

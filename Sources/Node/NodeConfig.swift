@@ -38,8 +38,20 @@ public struct NodeConfig: Sendable {
     public var eagerFetchBytes = 256 << 20
     /// Where peer events are reported, one line each.
     public var log: @Sendable (String) -> Void = { _ in }
+    /// Where peer events are reported with their level; when set, used instead of `log`.
+    public var logEntry: (@Sendable (LogLevel, String) -> Void)?
 
     public init(listen: SocketAddress) {
         self.listen = listen
     }
+}
+
+/// How much a log line matters to whoever runs the node.
+public enum LogLevel: String, Sendable, CaseIterable {
+    /// What the node did: peers found and lost, records synced, files fetched.
+    case info
+    /// Something went wrong that the node works around: a peer it cannot reach, one it ignores.
+    case warning
+    /// Something the node could not do: records or chunks it failed to store.
+    case error
 }

@@ -28,7 +28,7 @@ extension Node {
             tcp.start { [self] connection in accept(connection) }
             udp.start { [self] bytes, from in receiveDatagram(bytes, from: from) }
         } catch {
-            log("sessions over IPv4 only: cannot listen on [::]:\(port) (\(error))")
+            log("sessions over IPv4 only: cannot listen on [::]:\(port) (\(error))", level: .warning)
         }
     }
 

@@ -66,6 +66,7 @@ extension Node {
                     if sessions[ObjectIdentifier(slot)] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
                     return
                 }
+                noteClockLead(records.value, from: slot)
                 verified.append((records.value, slot, batchIDs))
                 scheduleStore()
             }
@@ -129,7 +130,7 @@ extension Node {
         do {
             report = try store.ingest(records, nowMillis: wallMillis())
         } catch {
-            log("could not store records: \(error)")
+            log("could not store records: \(error)", level: .error)
             return
         }
         guard report.added > 0 else { return }

@@ -34,7 +34,7 @@ extension Node {
             }
             switch result {
             case let .failure(error):
-                if !manual { log("could not connect to \(address): \(error)") }
+                if !manual { log("could not connect to \(address): \(error)", level: .warning) }
             case let .success(connection):
                 var machine = PeerSession(role: .initiator, identity: identity, instance: instance,
                                           networkKey: network, expectedAuthor: expected)

@@ -81,6 +81,9 @@ public struct PeerStatus: Codable, Sendable {
     public var discovered: Bool
     public var lastSeenSecondsAgo: Double?
     public var recordCount: UInt64?
+    /// The most that the peer's own records, as they arrived on its session, were stamped ahead
+    /// of this node's clock, in milliseconds (negative: behind); nil before any arrived.
+    public var clockLeadMillis: Int64? = nil
 }
 
 public struct NodeStatus: Codable, Sendable {

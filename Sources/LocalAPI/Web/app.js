@@ -1,0 +1,805 @@
+// lanchat web chat: one page over the node's local API (Firebase REST and streaming, storage,
+// users directory). Data requests carry the session cookie set at login; no token is in the page.
+(function () {
+  'use strict';
+
+  const BUCKET = 'lanchat';
+  const MAX_UPLOAD = 16 * 1024 * 1024;
+  const IMAGE_TYPES = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
+  const $ = (id) => document.getElementById(id);
+
+  const state = {
+    me: { uid: null, profile: null },
+    convRoot: {},            // /conversations as streamed
+    current: null,           // the open conversation id
+    currentMessages: {},     // its messages, as streamed
+    messageStream: null,
+    messageNodes: new Map(), // message key -> {li, json}
+    started: new Set(),      // conversations opened here that have no message yet
+    users: new Map(),        // uid -> {at, promise}
+    pictures: new Map(),     // storage path -> Promise of a loadable URL
+    pictureVersion: 0,
+    searchSeq: 0,
+    signedOut: false,
+  };
+
+  class AuthError extends Error {}
+
+  // ---- API ----------------------------------------------------------------------------------
+
+  function dbPath(segments) {
+    return '/' + segments.map(encodeURIComponent).join('/') + '.json';
+  }
+  function messagesPath(conversation) { return dbPath(['conversations', conversation, 'messages']); }
+  function storagePath(ref) {
+    const prefix = 'gs://' + BUCKET + '/';
+    if (ref.startsWith(prefix)) return ref.slice(prefix.length);
+    if (ref.startsWith('gs://')) return ref.slice(ref.indexOf('/', 5) + 1);
+    return ref;
+  }
+  function storageURL(path) { return '/v0/b/' + BUCKET + '/o/' + encodeURIComponent(path) + '?alt=media'; }
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  async function api(method, path, body) {
+    const init = { method, credentials: 'same-origin', headers: {}, cache: 'no-store' };
+    if (body instanceof Blob) {
+      init.body = body;
+      init.headers['Content-Type'] = body.type || 'application/octet-stream';
+    } else if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers['Content-Type'] = 'application/json';
+    }
+    const response = await fetch(path, init);
+    if (response.status === 401) {
+      showSignIn('Your session ended (the node may have restarted).');
+      throw new AuthError('signed out');
+    }
+    if (!response.ok) {
+      let message = 'HTTP ' + response.status;
+      try { const j = await response.json(); if (j && j.error) message = j.error; } catch (e) { /* not JSON */ }
+      throw new Error(message);
+    }
+    if (response.status === 204) return null;
+    return response.json();
+  }
+
+  // Sets `value` at `segments` below `node` (null deletes; emptied objects vanish).
+  function setAt(node, segments, value) {
+    if (segments.length === 0) return value;
+    const object = node && typeof node === 'object' ? node : {};
+    const child = setAt(object[segments[0]], segments.slice(1), value);
+    if (child === null || child === undefined) delete object[segments[0]]; else object[segments[0]] = child;
+    return Object.keys(object).length ? object : null;
+  }
+  function applyEvent(root, kind, event) {
+    const segments = String(event.path || '/').split('/').filter(Boolean);
+    if (kind === 'put') return setAt(root, segments, event.data);
+    if (kind === 'patch' && event.data && typeof event.data === 'object') {
+      for (const key of Object.keys(event.data)) {
+        root = setAt(root, segments.concat(key.split('/').filter(Boolean)), event.data[key]);
+      }
+    }
+    return root;
+  }
+
+  // A Firebase event stream; reopened after the server closes it, until `close()`.
+  function stream(path, onChange) {
+    let source = null;
+    let closed = false;
+    let timer = null;
+    function open() {
+      source = new EventSource(path, { withCredentials: true });
+      const handle = (kind) => (message) => {
+        let event;
+        try { event = JSON.parse(message.data); } catch (e) { return; }
+        if (event && typeof event === 'object') onChange(kind, event);
+      };
+      source.addEventListener('put', handle('put'));
+      source.addEventListener('patch', handle('patch'));
+      source.onerror = () => {
+        if (closed || source.readyState !== EventSource.CLOSED) return;  // the browser retries by itself
+        timer = setTimeout(async () => {
+          if (closed) return;
+          try { await api('GET', '/.lanchat/status'); open(); } catch (e) {
+            if (!(e instanceof AuthError)) timer = setTimeout(open, 3000);
+          }
+        }, 1500);
+      };
+    }
+    open();
+    return { close() { closed = true; clearTimeout(timer); if (source) source.close(); } };
+  }
+
+  // ---- Users and pictures -------------------------------------------------------------------
+
+  // A user's profile, fetched again after a minute (10 s while there is none), so renames and
+  // new pictures show; a change re-renders the places that show the user.
+  function getUser(uid) {
+    const cached = state.users.get(uid);
+    if (cached && Date.now() - cached.at < (cached.value === null ? 10000 : 60000)) return cached.promise;
+    if (uid === state.me.uid && cached) return cached.promise;  // streamed
+    const entry = { at: Date.now(), value: cached ? cached.value : undefined, promise: null };
+    const before = cached ? JSON.stringify(cached.value) : undefined;
+    entry.promise = api('GET', dbPath(['users', uid])).then((profile) => {
+      entry.value = profile && typeof profile === 'object' ? profile : null;
+      if (before !== undefined && before !== JSON.stringify(entry.value)) userChanged(uid);
+      return entry.value;
+    }, () => { if (entry.value === undefined) entry.value = null; return entry.value; });
+    state.users.set(uid, entry);
+    return entry.promise;
+  }
+  function forgetUser(uid) {
+    const cached = state.users.get(uid);
+    if (cached && uid !== state.me.uid) { cached.at = 0; getUser(uid); }
+  }
+  function userChanged(uid) {
+    scheduleConversationList();
+    const profile = knownUser(uid);
+    for (const li of document.querySelectorAll('#messages li[data-sender]')) {
+      if (li.dataset.sender !== uid) continue;
+      const sender = li.querySelector('.sender');
+      if (sender && profileName(profile)) sender.textContent = profileName(profile);
+      const avatar = li.querySelector('.avatar');
+      if (avatar) fillAvatar(avatar, uid, profileName(profile));
+    }
+    if (state.current && otherMember(state.current) === uid) {
+      $('conversation-title').textContent = conversationTitle(state.current, (state.convRoot[state.current] || {}).messages);
+      fillAvatar($('conversation-avatar'), uid, profileName(profile));
+    }
+  }
+  function knownUser(uid) {
+    const cached = state.users.get(uid);
+    return cached ? cached.value : undefined;
+  }
+  function profileName(profile) {
+    if (!profile) return '';
+    return [profile.first_name, profile.last_name].filter((s) => typeof s === 'string' && s.trim()).join(' ').trim();
+  }
+  function shortId(uid) { return uid ? uid.slice(0, 8) : '?'; }
+  function myName() { return profileName(state.me.profile) || shortId(state.me.uid); }
+  function initials(name) {
+    const parts = String(name || '?').trim().split(/\s+/).filter(Boolean);
+    if (!parts.length) return '?';
+    return (Array.from(parts[0])[0] + (parts.length > 1 ? Array.from(parts[parts.length - 1])[0] : '')).toUpperCase();
+  }
+
+  // Resolves to a URL the browser can load once the file is here: while the node still fetches
+  // its chunks from peers it answers 503, and a file whose entry has not arrived yet is a 404.
+  function loadPicture(ref) {
+    const path = storagePath(ref);
+    if (!state.pictures.has(path)) {
+      const url = storageURL(path) + (state.pictureVersion ? '&v=' + state.pictureVersion : '');
+      const promise = (async () => {
+        for (let attempt = 0; ; attempt++) {
+          let status = 0;
+          try {
+            const response = await fetch(url, { method: 'HEAD', credentials: 'same-origin', cache: 'no-store' });
+            status = response.status;
+          } catch (e) { status = 0; }
+          if (status === 200 || status === 405) return url;
+          if (status === 401) { showSignIn('Your session ended.'); throw new AuthError('signed out'); }
+          const transient = status === 503 || status === 0 || (status === 404 && attempt < 60);
+          if (!transient || attempt > 600) throw new Error('picture ' + path + ': HTTP ' + status);
+          await sleep(Math.min(400 + attempt * 200, 2000));
+        }
+      })();
+      promise.catch(() => state.pictures.delete(path));
+      state.pictures.set(path, promise);
+    }
+    return state.pictures.get(path);
+  }
+
+  // Fills a round avatar: initials at once, the picture when it is here.
+  function fillAvatar(element, uid, fallbackName) {
+    const show = (profile) => {
+      const name = profileName(profile) || fallbackName || shortId(uid);
+      if (!element.querySelector('img')) element.textContent = initials(name);
+      if (profile && typeof profile.picture === 'string' && profile.picture) {
+        const wanted = storagePath(profile.picture);
+        if (element.dataset.picture === wanted + '#' + state.pictureVersion) return;
+        element.dataset.picture = wanted + '#' + state.pictureVersion;
+        loadPicture(profile.picture).then((url) => {
+          const img = document.createElement('img');
+          img.alt = '';
+          img.src = url;
+          element.replaceChildren(img);
+        }, () => {});
+      }
+    };
+    if (!uid) { element.textContent = initials(fallbackName); return; }
+    const known = knownUser(uid);
+    if (known !== undefined) show(known);
+    else element.textContent = initials(fallbackName || '?');
+    getUser(uid).then(show);
+  }
+
+  // ---- Conversations ------------------------------------------------------------------------
+
+  // A direct conversation's id: both user ids (43 characters each) sorted, joined by "_".
+  function directId(a, b) { return [a, b].sort().join('_'); }
+  function otherMember(id) {
+    if (id.length === 87 && id[43] === '_') {
+      const a = id.slice(0, 43); const b = id.slice(44);
+      if (a === state.me.uid) return b;
+      if (b === state.me.uid) return a;
+    }
+    return null;
+  }
+  function conversationTitle(id, messages) {
+    const other = otherMember(id);
+    if (!other) return id;
+    const profile = knownUser(other);
+    if (profileName(profile)) return profileName(profile);
+    for (const key of Object.keys(messages || {})) {
+      const m = messages[key];
+      if (m && m.senderId === other && m.senderName) return m.senderName;
+    }
+    return shortId(other);
+  }
+
+  function readKey(id) { return localStorage.getItem('lanchat.read.' + state.me.uid + '.' + id) || ''; }
+  function markRead(id, key) {
+    if (key && key > readKey(id)) localStorage.setItem('lanchat.read.' + state.me.uid + '.' + id, key);
+  }
+
+  function messageSummary(message) {
+    if (!message || typeof message !== 'object') return '';
+    const who = message.senderId === state.me.uid ? 'You: ' : '';
+    if (typeof message.text === 'string' && message.text) return who + message.text.replace(/\s+/g, ' ');
+    if (message.photoURL) return who + 'Photo';
+    return '';
+  }
+
+  function formatTime(millis, long) {
+    if (typeof millis !== 'number') return '';
+    const date = new Date(millis);
+    const now = new Date();
+    const sameDay = date.toDateString() === now.toDateString();
+    const time = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    if (sameDay && !long) return time;
+    return date.toLocaleDateString([], { day: 'numeric', month: 'short', year: date.getFullYear() === now.getFullYear() ? undefined : 'numeric' }) + ' ' + time;
+  }
+
+  let listScheduled = false;
+  function scheduleConversationList() {
+    if (listScheduled) return;
+    listScheduled = true;
+    requestAnimationFrame(() => { listScheduled = false; renderConversationList(); });
+  }
+
+  function renderConversationList() {
+    const list = $('conversation-list');
+    const root = state.convRoot || {};
+    const rows = [];
+    const ids = new Set(Object.keys(root).concat(Array.from(state.started)));
+    for (const id of ids) {
+      const messages = (root[id] && root[id].messages) || {};
+      const keys = Object.keys(messages).sort();
+      const lastKey = keys.length ? keys[keys.length - 1] : '';
+      if (id === state.current && document.visibilityState === 'visible') markRead(id, lastKey);
+      const read = readKey(id);
+      let unread = 0;
+      for (let i = keys.length - 1; i >= 0 && keys[i] > read; i--) {
+        const m = messages[keys[i]];
+        if (m && m.senderId !== state.me.uid) unread++;
+      }
+      rows.push({ id, messages, lastKey, last: lastKey ? messages[lastKey] : null, unread });
+    }
+    // Newest first; conversations just started here (no message yet) on top.
+    rows.sort((a, b) => (a.lastKey === b.lastKey ? (a.id < b.id ? -1 : 1) : (!a.lastKey ? -1 : !b.lastKey ? 1 : (a.lastKey > b.lastKey ? -1 : 1))));
+    const focused = document.activeElement;
+    const existing = new Map();
+    for (const li of Array.from(list.children)) existing.set(li.dataset.id, li);
+    rows.forEach((row, index) => {
+      let li = existing.get(row.id);
+      existing.delete(row.id);
+      if (!li) {
+        li = document.createElement('li');
+        li.dataset.id = row.id;
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.className = 'conversation-item';
+        button.addEventListener('click', () => { location.hash = '#c/' + encodeURIComponent(row.id); });
+        li.appendChild(button);
+      }
+      const button = li.firstChild;
+      const title = conversationTitle(row.id, row.messages);
+      const summary = messageSummary(row.last);
+      const when = row.last ? formatTime(row.last.date) : '';
+      const signature = [title, summary, when, row.unread, row.id === state.current].join('\u0001');
+      if (button.dataset.signature !== signature) {
+        button.dataset.signature = signature;
+        const avatar = document.createElement('span');
+        avatar.className = 'avatar';
+        avatar.setAttribute('aria-hidden', 'true');
+        const other = otherMember(row.id);
+        fillAvatar(avatar, other, title);
+        const text = document.createElement('span');
+        text.className = 'item-text';
+        const t = document.createElement('span'); t.className = 'item-title'; t.textContent = title;
+        const s = document.createElement('span'); s.className = 'item-sub'; s.textContent = summary || 'No messages yet';
+        text.append(t, s);
+        const side = document.createElement('span');
+        side.className = 'item-side';
+        const w = document.createElement('span'); w.textContent = when;
+        side.appendChild(w);
+        if (row.unread > 0) {
+          const badge = document.createElement('span');
+          badge.className = 'badge';
+          badge.textContent = row.unread > 99 ? '99+' : String(row.unread);
+          side.appendChild(badge);
+        }
+        button.replaceChildren(avatar, text, side);
+        button.setAttribute('aria-label', title + (row.unread ? ', ' + row.unread + ' unread' : '') + (summary ? ', last message: ' + summary : '') + (when ? ', ' + when : ''));
+        if (row.id === state.current) button.setAttribute('aria-current', 'true'); else button.removeAttribute('aria-current');
+        if (other && knownUser(other) === undefined) getUser(other).then(scheduleConversationList);
+      }
+      if (list.children[index] !== li) list.insertBefore(li, list.children[index] || null);
+    });
+    for (const li of existing.values()) li.remove();
+    $('conversations-empty').hidden = rows.length > 0;
+    if (focused && focused !== document.activeElement && list.contains(focused)) focused.focus();
+  }
+
+  // ---- The open conversation ----------------------------------------------------------------
+
+  function openConversation(id) {
+    if (state.current !== id) {
+      closeConversation();
+      state.current = id;
+      state.currentMessages = {};
+      $('messages').replaceChildren();
+      state.messageNodes.clear();
+      const stamp = id;
+      state.messageStream = stream(messagesPath(id), (kind, event) => {
+        if (state.current !== stamp) return;
+        state.currentMessages = applyEvent(state.currentMessages, kind, event) || {};
+        renderMessages();
+      });
+    }
+    const showTitle = () => {
+      if (state.current !== id) return;
+      const title = conversationTitle(id, (state.convRoot[id] || {}).messages);
+      $('conversation-title').textContent = title;
+      document.title = title + ' · lanchat';
+      return title;
+    };
+    const other = otherMember(id);
+    fillAvatar($('conversation-avatar'), other, showTitle());
+    if (other) getUser(other).then(showTitle);
+    showPane('conversation');
+    scheduleConversationList();
+  }
+
+  function closeConversation() {
+    if (state.messageStream) state.messageStream.close();
+    state.messageStream = null;
+    state.current = null;
+  }
+
+  function renderMessages() {
+    const list = $('messages');
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
+    const messages = state.currentMessages || {};
+    const keys = Object.keys(messages).sort();
+    let mineAdded = false;
+    const seen = new Set(keys);
+    for (const [key, entry] of state.messageNodes) {
+      if (!seen.has(key)) { entry.li.remove(); state.messageNodes.delete(key); }
+    }
+    keys.forEach((key, index) => {
+      const message = messages[key];
+      const json = JSON.stringify(message);
+      let entry = state.messageNodes.get(key);
+      if (!entry) {
+        entry = { li: document.createElement('li'), json: '' };
+        entry.li.dataset.key = key;
+        state.messageNodes.set(key, entry);
+        if (message && message.senderId === state.me.uid) mineAdded = true;
+      }
+      if (entry.json !== json) {
+        entry.json = json;
+        fillMessage(entry.li, message);
+      }
+      if (list.children[index] !== entry.li) list.insertBefore(entry.li, list.children[index] || null);
+    });
+    if (atBottom || mineAdded) list.scrollTop = list.scrollHeight;
+    if (document.visibilityState === 'visible' && keys.length) markRead(state.current, keys[keys.length - 1]);
+    scheduleConversationList();
+  }
+
+  function fillMessage(li, message) {
+    if (!message || typeof message !== 'object') { li.replaceChildren(); return; }
+    const mine = message.senderId === state.me.uid;
+    li.className = 'message' + (mine ? ' mine' : '');
+    if (typeof message.senderId === 'string') li.dataset.sender = message.senderId;
+    const avatar = document.createElement('span');
+    avatar.className = 'avatar small';
+    avatar.setAttribute('aria-hidden', 'true');
+    const bubble = document.createElement('div');
+    bubble.className = 'bubble';
+    const meta = document.createElement('div');
+    meta.className = 'meta';
+    const sender = document.createElement('span');
+    sender.className = 'sender';
+    const fallback = typeof message.senderName === 'string' && message.senderName ? message.senderName : shortId(message.senderId);
+    sender.textContent = mine ? myName() : (profileName(knownUser(message.senderId)) || fallback);
+    const time = document.createElement('time');
+    if (typeof message.date === 'number') {
+      time.dateTime = new Date(message.date).toISOString();
+      time.textContent = formatTime(message.date);
+      time.title = formatTime(message.date, true);
+    }
+    meta.append(sender, time);
+    bubble.appendChild(meta);
+    if (typeof message.text === 'string' && message.text) {
+      const p = document.createElement('p');
+      p.className = 'text';
+      p.textContent = message.text;
+      bubble.appendChild(p);
+    }
+    if (typeof message.photoURL === 'string' && message.photoURL) {
+      if (message.photoURL === 'NOTSET') {
+        const pending = document.createElement('div');
+        pending.className = 'photo-pending';
+        pending.textContent = 'Photo on its way…';
+        bubble.appendChild(pending);
+      } else {
+        const pending = document.createElement('div');
+        pending.className = 'photo-pending';
+        pending.textContent = 'Loading photo…';
+        bubble.appendChild(pending);
+        loadPicture(message.photoURL).then((url) => {
+          const img = document.createElement('img');
+          img.className = 'photo';
+          img.alt = 'Photo from ' + sender.textContent;
+          img.decoding = 'async';
+          const list = $('messages');
+          img.addEventListener('load', () => {
+            if (list.scrollHeight - list.scrollTop - list.clientHeight < img.height + 80) list.scrollTop = list.scrollHeight;
+          });
+          img.src = url;
+          pending.replaceWith(img);
+        }, () => { pending.textContent = 'The photo could not be loaded.'; });
+      }
+    }
+    li.replaceChildren(avatar, bubble);
+    fillAvatar(avatar, message.senderId, fallback);
+    if (!mine && knownUser(message.senderId) === undefined) {
+      getUser(message.senderId).then((profile) => {
+        const name = profileName(profile);
+        if (name && li.isConnected) sender.textContent = name;
+      });
+    }
+  }
+
+  async function sendText(text) {
+    const conversation = state.current;
+    await api('POST', messagesPath(conversation), {
+      senderId: state.me.uid, senderName: myName(), date: { '.sv': 'timestamp' }, text,
+    });
+    state.started.delete(conversation);
+  }
+
+  // As the chat apps do it: the message at once with photoURL "NOTSET", then the file, then its URL.
+  async function sendPhoto(file) {
+    const extension = IMAGE_TYPES[file.type];
+    if (!extension) { notify('Only PNG, JPEG, GIF and WebP images can be sent.'); return; }
+    if (file.size > MAX_UPLOAD) { notify('That image is larger than 16 MB.'); return; }
+    const conversation = state.current;
+    const { name: key } = await api('POST', messagesPath(conversation), {
+      senderId: state.me.uid, senderName: myName(), date: { '.sv': 'timestamp' }, photoURL: 'NOTSET',
+    });
+    state.started.delete(conversation);
+    const path = 'images/' + state.me.uid + '_' + key + '.' + extension;  // a path only its author can write
+    await api('POST', '/v0/b/' + BUCKET + '/o?name=' + encodeURIComponent(path), file);
+    await api('PUT', dbPath(['conversations', conversation, 'messages', key, 'photoURL']), 'gs://' + BUCKET + '/' + path);
+  }
+
+  async function sendFiles(files) {
+    for (const file of Array.from(files)) {
+      try { await sendPhoto(file); } catch (e) { if (!(e instanceof AuthError)) notify('The photo was not sent: ' + e.message); }
+    }
+  }
+
+  // ---- Search -------------------------------------------------------------------------------
+
+  let searchTimer = null;
+  function onSearchInput() {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(runSearch, 150);
+  }
+  async function runSearch() {
+    const query = $('search-input').value.trim();
+    const seq = ++state.searchSeq;
+    const results = $('search-results');
+    if (!query) {
+      results.hidden = true;
+      results.replaceChildren();
+      $('search-status').textContent = '';
+      return;
+    }
+    let entries = [];
+    try {
+      entries = await api('GET', '/.lanchat/users?q=' + encodeURIComponent(query) + '&limit=20');
+    } catch (e) {
+      if (e instanceof AuthError) return;
+      entries = [];
+    }
+    if (seq !== state.searchSeq) return;
+    results.replaceChildren();
+    for (const entry of entries) {
+      const known = knownUser(entry.uid);
+      if (known !== undefined && (profileName(known) !== entry.name || (known && known.picture) !== (entry.picture || undefined))) forgetUser(entry.uid);
+      const li = document.createElement('li');
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'search-result';
+      button.dataset.uid = entry.uid;
+      const isMe = entry.uid === state.me.uid;
+      const name = entry.name || shortId(entry.uid);
+      const avatar = document.createElement('span');
+      avatar.className = 'avatar';
+      avatar.setAttribute('aria-hidden', 'true');
+      avatar.textContent = initials(name);
+      if (entry.picture) {
+        loadPicture(entry.picture).then((url) => {
+          const img = document.createElement('img'); img.alt = ''; img.src = url; avatar.replaceChildren(img);
+        }, () => {});
+      }
+      const text = document.createElement('span');
+      text.className = 'item-text';
+      const t = document.createElement('span'); t.className = 'item-title'; t.textContent = name + (isMe ? ' (you)' : '');
+      const s = document.createElement('span'); s.className = 'item-sub'; s.textContent = entry.email || shortId(entry.uid);
+      text.append(t, s);
+      const side = document.createElement('span');
+      side.className = 'item-side';
+      if (entry.online) {
+        const dot = document.createElement('span'); dot.className = 'online-dot'; dot.title = 'online';
+        side.appendChild(dot);
+      }
+      button.append(avatar, text, side);
+      button.setAttribute('aria-label', (isMe ? 'Your profile: ' : 'Chat with ') + name + (entry.online ? ', online' : '') + (entry.email ? ', ' + entry.email : ''));
+      button.addEventListener('click', () => {
+        if (isMe) { location.hash = '#profile'; return; }
+        const id = directId(state.me.uid, entry.uid);
+        state.started.add(id);
+        clearSearch();
+        location.hash = '#c/' + encodeURIComponent(id);
+      });
+      li.appendChild(button);
+      results.appendChild(li);
+    }
+    results.hidden = entries.length === 0;
+    $('search-status').textContent = entries.length === 0 ? 'No one found for “' + query + '”.'
+      : entries.length === 1 ? '1 person found.' : entries.length + ' people found.';
+  }
+  function clearSearch() {
+    $('search-input').value = '';
+    state.searchSeq++;
+    $('search-results').hidden = true;
+    $('search-results').replaceChildren();
+    $('search-status').textContent = '';
+  }
+  function onSearchKeys(event) {
+    const buttons = Array.from($('search-results').querySelectorAll('button'));
+    const index = buttons.indexOf(document.activeElement);
+    if (event.key === 'ArrowDown') {
+      event.preventDefault();
+      if (buttons.length) buttons[Math.min(index + 1, buttons.length - 1)].focus();
+    } else if (event.key === 'ArrowUp') {
+      event.preventDefault();
+      if (index <= 0) $('search-input').focus(); else buttons[index - 1].focus();
+    } else if (event.key === 'Escape') {
+      clearSearch();
+      $('search-input').focus();
+    }
+  }
+
+  // ---- Profile ------------------------------------------------------------------------------
+
+  function renderMe() {
+    const profile = state.me.profile;
+    $('me-name').textContent = myName();
+    fillAvatar($('me-avatar'), state.me.uid, myName());
+    fillAvatar($('profile-avatar'), state.me.uid, myName());
+    $('profile-id').textContent = state.me.uid;
+    for (const [id, field] of [['first-name', 'first_name'], ['last-name', 'last_name']]) {
+      const input = $(id);
+      if (document.activeElement !== input && !input.dataset.dirty) input.value = (profile && profile[field]) || '';
+    }
+  }
+
+  async function saveName(event) {
+    event.preventDefault();
+    const first = $('first-name').value.trim();
+    const last = $('last-name').value.trim();
+    try {
+      await api('PATCH', dbPath(['users', state.me.uid]), { first_name: first, last_name: last });
+      delete $('first-name').dataset.dirty;
+      delete $('last-name').dataset.dirty;
+      $('profile-status').textContent = 'Name saved.';
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('profile-status').textContent = 'The name was not saved: ' + e.message;
+    }
+  }
+
+  async function uploadPicture(file) {
+    const extension = IMAGE_TYPES[file.type];
+    if (!extension) { $('profile-status').textContent = 'Choose a PNG, JPEG, GIF or WebP image.'; return; }
+    if (file.size > MAX_UPLOAD) { $('profile-status').textContent = 'That image is larger than 16 MB.'; return; }
+    const path = 'images/' + state.me.uid + '_profile_picture.' + extension;
+    $('profile-status').textContent = 'Uploading the picture…';
+    try {
+      await api('POST', '/v0/b/' + BUCKET + '/o?name=' + encodeURIComponent(path), file);
+      await api('PUT', dbPath(['users', state.me.uid, 'picture']), path);
+      state.pictureVersion++;
+      state.pictures.clear();
+      $('profile-status').textContent = 'Picture saved.';
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('profile-status').textContent = 'The picture was not saved: ' + e.message;
+    }
+  }
+
+  // ---- Screens and routing ------------------------------------------------------------------
+
+  function showPane(name) {
+    $('welcome').hidden = name !== 'welcome';
+    $('conversation').hidden = name !== 'conversation';
+    $('profile').hidden = name !== 'profile';
+    $('app').classList.toggle('show-main', name !== 'welcome');
+    $('profile-button').setAttribute('aria-expanded', String(name === 'profile'));
+  }
+
+  function route() {
+    const hash = location.hash;
+    if (hash.startsWith('#c/')) {
+      let id;
+      try { id = decodeURIComponent(hash.slice(3)); } catch (e) { id = ''; }
+      if (id) {
+        openConversation(id);
+        $('composer-text').focus();
+        return;
+      }
+    }
+    const previous = state.current;
+    closeConversation();
+    if (hash === '#profile') {
+      showPane('profile');
+      document.title = 'Your profile · lanchat';
+      $('first-name').focus();
+    } else {
+      showPane('welcome');
+      document.title = 'lanchat';
+      const item = previous && $('conversation-list').querySelector('li[data-id="' + CSS.escape(previous) + '"] button');
+      if (item) item.focus();
+    }
+    scheduleConversationList();
+  }
+
+  let noticeTimer = null;
+  function notify(text) {
+    const notice = $('notice');
+    notice.textContent = text;
+    notice.hidden = false;
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(() => { notice.hidden = true; }, 6000);
+  }
+
+  function showSignIn(reason) {
+    if (state.signedOut) return;
+    state.signedOut = true;
+    $('app').hidden = true;
+    $('signin').hidden = false;
+    if (reason) $('signin-reason').textContent = reason;
+  }
+
+  function wire() {
+    $('search-input').addEventListener('input', onSearchInput);
+    $('search-form').addEventListener('submit', (e) => { e.preventDefault(); clearTimeout(searchTimer); runSearch(); });
+    $('search-form').addEventListener('keydown', onSearchKeys);
+    $('search-results').addEventListener('keydown', onSearchKeys);
+    $('profile-button').addEventListener('click', () => {
+      location.hash = location.hash === '#profile' ? '' : '#profile';
+    });
+    $('back-button').addEventListener('click', () => { location.hash = ''; });
+    $('profile-back').addEventListener('click', () => { location.hash = ''; });
+    const text = $('composer-text');
+    const resize = () => {
+      text.style.height = 'auto';
+      text.style.height = Math.min(text.scrollHeight + 2, 160) + 'px';
+      text.style.overflowY = text.scrollHeight > 160 ? 'auto' : 'hidden';
+    };
+    text.addEventListener('input', resize);
+    text.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        $('composer').requestSubmit();
+      }
+    });
+    text.addEventListener('paste', (event) => {
+      const files = Array.from(event.clipboardData ? event.clipboardData.files : []).filter((f) => IMAGE_TYPES[f.type]);
+      if (files.length) { event.preventDefault(); sendFiles(files); }
+    });
+    $('composer').addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const value = text.value;
+      if (!value.trim() || !state.current) return;
+      text.value = '';
+      resize();
+      try { await sendText(value); } catch (e) {
+        if (!(e instanceof AuthError)) { text.value = value; resize(); notify('The message was not sent: ' + e.message); }
+      }
+    });
+    $('photo-input').addEventListener('change', (event) => {
+      const files = Array.from(event.target.files || []);
+      event.target.value = '';
+      sendFiles(files);
+    });
+    // Drag and drop onto the conversation.
+    const pane = $('conversation');
+    let depth = 0;
+    const hasFiles = (event) => event.dataTransfer && Array.from(event.dataTransfer.types || []).includes('Files');
+    pane.addEventListener('dragenter', (event) => { if (hasFiles(event)) { depth++; $('drop-hint').hidden = false; } });
+    pane.addEventListener('dragleave', () => { depth = Math.max(0, depth - 1); if (!depth) $('drop-hint').hidden = true; });
+    pane.addEventListener('dragover', (event) => { if (hasFiles(event)) { event.preventDefault(); event.dataTransfer.dropEffect = 'copy'; } });
+    pane.addEventListener('drop', (event) => {
+      event.preventDefault();
+      depth = 0;
+      $('drop-hint').hidden = true;
+      if (event.dataTransfer && event.dataTransfer.files.length) sendFiles(event.dataTransfer.files);
+    });
+    // A file dropped anywhere else must not replace the page.
+    window.addEventListener('dragover', (event) => event.preventDefault());
+    window.addEventListener('drop', (event) => event.preventDefault());
+    $('name-form').addEventListener('submit', saveName);
+    for (const id of ['first-name', 'last-name']) $(id).addEventListener('input', () => { $(id).dataset.dirty = '1'; });
+    $('picture-input').addEventListener('change', (event) => {
+      const file = event.target.files && event.target.files[0];
+      event.target.value = '';
+      if (file) uploadPicture(file);
+    });
+    window.addEventListener('hashchange', route);
+    document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') scheduleConversationList(); });
+  }
+
+  async function start() {
+    const failedLogin = location.hash === '#login-failed';
+    if (failedLogin) history.replaceState(null, '', location.pathname);
+    let status;
+    try {
+      status = await api('GET', '/.lanchat/status');
+    } catch (e) {
+      if (e instanceof AuthError) {
+        state.signedOut = false;
+        $('app').hidden = true;
+        $('signin').hidden = false;
+        $('signin-reason').textContent = failedLogin
+          ? 'That login link was already used or has expired.'
+          : 'This browser is not signed in to the node.';
+      } else {
+        $('signin').hidden = false;
+        $('signin-reason').textContent = 'The node did not answer: ' + e.message;
+      }
+      return;
+    }
+    state.me.uid = status.userId;
+    $('signin').hidden = true;
+    $('app').hidden = false;
+    wire();
+    stream(dbPath(['users', state.me.uid]), (kind, event) => {
+      state.me.profile = applyEvent(state.me.profile, kind, event);
+      const entry = { at: Date.now(), value: state.me.profile, promise: Promise.resolve(state.me.profile) };
+      state.users.set(state.me.uid, entry);
+      renderMe();
+    });
+    stream(dbPath(['conversations']), (kind, event) => {
+      state.convRoot = applyEvent(state.convRoot, kind, event) || {};
+      scheduleConversationList();
+    });
+    renderMe();
+    route();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start); else start();
+})();
