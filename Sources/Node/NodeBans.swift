@@ -23,7 +23,7 @@ extension Node {
             if let known = discovered.removeValue(forKey: peer) { addresses.insert(known.address) }
             bans.ban(peer, at: addresses, until: until)
             let name = (try? store.displayName(ofUser: peer.userID)).map { " (\($0))" } ?? ""
-            log("banned user \(peer.userID)\(name) for \(banDuration): \(reason)")
+            log("banned user \(peer.userID)\(name) for \(banDuration): \(reason)", level: .warning)
             for other in sessions.values where other !== slot && other.peer == peer {
                 close(other, reason: "banned", misbehaved: false)
             }
@@ -31,7 +31,7 @@ extension Node {
             let endpoint = slot.connection.remoteAddress
             guard !bans.contains(endpoint, now: now) else { return }
             bans.ban(endpoint, until: until, now: now)
-            log("banned address \(endpoint) for \(banDuration): \(reason)")
+            log("banned address \(endpoint) for \(banDuration): \(reason)", level: .warning)
         }
     }
 
