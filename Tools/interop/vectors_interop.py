@@ -722,7 +722,7 @@ class NegSide:
                     writer.range(end, NEG_IDLIST, [i for _, i in ours[:fit]])
                     return self.close(writer, False, end, lo + fit)
                 writer.range(bound, NEG_IDLIST, [i for _, i in ours])
-                if fit < 1 or len(writer.out) > self.grow_limit:
+                if (fit < 1 and ours) or len(writer.out) > self.grow_limit:
                     writer.rewind(mark)
                     return self.close(writer, pending, lower, lo)
             pending = False
@@ -1179,6 +1179,29 @@ def reconcile_self_test():
             failures.append(f"§8.3.1 parser refuses {label}: {exc}")
     if NegSide([], False).answer(bytes.fromhex("62")) != bytes([NEG_VERSION]):
         failures.append("a responder does not answer version 62 with 61")
+    # §8.3.4's two cases the vectors do not reach. The responder holding items 0 .. 3999 gets a
+    # Skip whose bound has a 20-byte prefix (31 bytes written, so s = 32) and an IdList to
+    # infinity: it lists floor((60,000 - 32 - (43 + 1 + 2 + 19)) / 32) = 1871 of its ids.
+    held = [vector_item(i) for i in range(4000)]
+    skip_to = (held[1000][0], held[1000][1][:20])
+    writer = NegWriter()
+    writer.range(skip_to, NEG_SKIP)
+    writer.range(NEG_TOP, NEG_IDLIST, [])
+    ranges = parse_negentropy(NegSide(held, False).answer(bytes(writer.out)))
+    if [(r[0], r[1]) for r in ranges[:1]] != [(skip_to, NEG_SKIP)] or len(ranges) != 3 or len(ranges[1][2]) != 1871:
+        failures.append("§8.3.4: a responder's IdList after a Skip does not list 1871 ids")
+    # A responder holding items 0, 2, ..., 3152 gets an IdList range around each of them, then
+    # one to infinity where it holds nothing: after 1577 ranges of 38 bytes (the first 44) the
+    # message has 59,933 bytes, the formula leaves room for no id, and the empty list (4 bytes)
+    # is written all the same, as it stays within 59,937.
+    held = [vector_item(2 * k) for k in range(1577)]
+    writer = NegWriter()
+    for timestamp, _ in held:
+        writer.range((timestamp + 1, b""), NEG_IDLIST, [])
+    writer.range(NEG_TOP, NEG_IDLIST, [])
+    reply = NegSide(held, False).answer(bytes(writer.out))
+    if len(reply) != 59_937 or not reply.endswith(bytes.fromhex("00000200")):
+        failures.append(f"§8.3.4: an empty IdList with no room for an id is not written ({len(reply)} bytes)")
     universe = [vector_item(i) for i in range(12_000)]
     shuffled = list(range(len(universe)))
     cases = [  # (seed, common, only the initiator's, only the responder's, limit)
