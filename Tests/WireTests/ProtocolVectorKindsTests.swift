@@ -13,9 +13,10 @@ struct ProtocolVectorKindsTests {
         "file-record": "WireTests/ProtocolVectorTests.blobRecords",
         "export": "WireTests/ProtocolVectorTests.exportStream",
         "network": "SyncTests/ProtocolNetworkVectorTests",
-        "datagram": "SyncTests/ProtocolNetworkVectorTests.beacon",
+        "datagram": "SyncTests/ProtocolNetworkVectorTests.datagrams",
         "session": "SyncTests/ProtocolNetworkVectorTests.sessionFrames",
         "handshake": "SyncTests/ProtocolNetworkVectorTests.handshake",
+        "reconcile": "SyncTests/ProtocolReconcileVectorTests.exchanges",
     ]
 
     @Test("every vector is of a kind some test checks")

@@ -6,7 +6,8 @@ vector's inputs, with independent libraries: cbor2 (and a deterministic encoder 
 §2, each checking the other), PyNaCl and `cryptography` for Ed25519 (two libraries), hashlib and
 PyNaCl for BLAKE2b, PyNaCl's XChaCha20-Poly1305 and a second construction (HChaCha20 written here
 from draft-irtf-cfrg-xchacha, then `cryptography`'s ChaCha20-Poly1305), and `noiseprotocol` for
-the handshake. Nothing here calls lanchat.
+the handshake. Range-based set reconciliation (§8.3) is implemented here from the text alone and
+runs whole rounds of the reconciliation vectors. Nothing here calls lanchat.
 
 A vector whose kind this script does not know, or that has a field no check reads, fails: a new
 kind of vector cannot pass without being checked.
@@ -20,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import struct
 import sys
@@ -470,6 +472,358 @@ def compare(what, expected, given):
 
 
 # --------------------------------------------------------------------------------------------
+# Range-based set reconciliation, written from Protocol.md §8.3 alone.
+
+NEG_VERSION = 0x61                                             # §8.3.1
+NEG_INFINITY = 2 ** 64 - 1                                     # §8.3: the timestamp "infinity"
+NEG_SKIP, NEG_FINGERPRINT, NEG_IDLIST = 0, 1, 2                # §8.3.1 modes
+NEG_SPLIT_BELOW, NEG_BUCKETS = 32, 16                          # §8.3.3
+NEG_WRITE_LIMIT = 60_000                                       # §8.3.4
+NEG_GROW_LIMIT = 59_937                                        # §8.3.4: 60,000 - 43 - 1 - 19
+NEG_MAX_BOUND, NEG_CLOSING = 43, 19                            # §8.3.4
+NEG_MAX_RANGES, NEG_MAX_BYTES = 1_048_576, 16 * 1024 * 1024    # §8.3.1
+NEG_EMPTY_FINGERPRINT = bytes.fromhex("7f9c9e31ac8256ca2f258583df262dbc")   # §8.3.2
+NEG_BOTTOM = (0, b"")
+NEG_TOP = (NEG_INFINITY, b"")
+VECTOR_ITEM_CLOCK, VECTOR_ITEM_STEP = 115634406555648000, 65536   # §10: item i
+
+
+class NegentropyRefusal(VectorError):
+    """A message §8.3.1 says to refuse."""
+
+
+def varint(value):
+    """§8.3.1: base 128, most significant group first, the high bit set on all bytes but the last."""
+    require(0 <= value < 2 ** 64, "a varint beyond 64 bits")
+    groups = [value & 0x7F]
+    value >>= 7
+    while value:
+        groups.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(reversed(groups))
+
+
+def read_varint(data, offset):
+    start, value = offset, 0
+    while True:
+        if offset >= len(data):
+            raise NegentropyRefusal("the message ends inside a varint")
+        byte = data[offset]
+        offset += 1
+        if offset - start == 1 and byte == 0x80:
+            raise NegentropyRefusal("a varint not in its shortest form")
+        if offset - start > 10:
+            raise NegentropyRefusal("a varint longer than 10 bytes")
+        value = value << 7 | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    if value >= 2 ** 64:
+        raise NegentropyRefusal("a varint that overflows 64 bits")
+    return value, offset
+
+
+def neg_fingerprint(ids):
+    """§8.3.2: SHA-256 of the little-endian sum of the ids mod 2^256 and the varint of their count."""
+    total = sum(int.from_bytes(i, "little") for i in ids) % (1 << 256)
+    return hashlib.sha256(total.to_bytes(32, "little") + varint(len(ids))).digest()[:16]
+
+
+def padded(prefix):
+    return prefix + b"\0" * (32 - len(prefix))
+
+
+def bound_key(bound):
+    """Bounds compared as §8.3.1 says: timestamp, then the prefix padded with zero bytes."""
+    return (bound[0], b"") if bound[0] == NEG_INFINITY else (bound[0], padded(bound[1]))
+
+
+def item_below(item, bound):
+    """§8.3.1: (t, id) is below (T, prefix) when t < T, or t == T and id < prefix padded."""
+    if bound[0] == NEG_INFINITY:
+        return True
+    return item[0] < bound[0] or (item[0] == bound[0] and item[1] < padded(bound[1]))
+
+
+def shortest_bound(p, c):
+    """§8.3.3: the shortest bound between item p and the next item c."""
+    if p[0] != c[0]:
+        return (c[0], b"")
+    k = 0
+    while k < 32 and p[1][k] == c[1][k]:
+        k += 1
+    require(k < 32, "two items with one timestamp and one id")
+    return (c[0], c[1][:k + 1])
+
+
+def parse_negentropy(data):
+    """A message of §8.3.1, refused as that section lists. Returns [(bound, mode, payload)]."""
+    if len(data) > NEG_MAX_BYTES:
+        raise NegentropyRefusal("a message above 16 MiB")
+    if not data:
+        raise NegentropyRefusal("an empty message")
+    if data[0] != NEG_VERSION:
+        raise NegentropyRefusal(f"version byte {data[0]:02x}, not 61")
+    offset, previous, last, ranges = 1, 0, NEG_BOTTOM, []
+    while offset < len(data):
+        delta, offset = read_varint(data, offset)
+        length, offset = read_varint(data, offset)
+        if length > 32:
+            raise NegentropyRefusal("a prefix longer than 32 bytes")
+        if offset + length > len(data):
+            raise NegentropyRefusal("the message ends inside a prefix")
+        prefix = data[offset:offset + length]
+        offset += length
+        if delta == 0:
+            timestamp = NEG_INFINITY
+        else:
+            if previous + delta - 1 > NEG_INFINITY:
+                raise NegentropyRefusal("a timestamp delta beyond 2^64 - 1")
+            timestamp = previous + delta - 1
+        previous = timestamp
+        bound = NEG_TOP if timestamp == NEG_INFINITY else (timestamp, prefix)
+        if not (bound_key(bound) > bound_key(last) or (bound == NEG_TOP and last == NEG_TOP)):
+            raise NegentropyRefusal("bounds that do not increase")
+        last = bound
+        if offset >= len(data):
+            raise NegentropyRefusal("the message ends before a mode")
+        mode, offset = read_varint(data, offset)
+        if mode == NEG_SKIP:
+            payload = None
+        elif mode == NEG_FINGERPRINT:
+            if offset + 16 > len(data):
+                raise NegentropyRefusal("the message ends inside a fingerprint")
+            payload, offset = data[offset:offset + 16], offset + 16
+        elif mode == NEG_IDLIST:
+            count, offset = read_varint(data, offset)
+            if count * 32 > len(data) - offset:
+                raise NegentropyRefusal("an IdList count beyond the bytes left")
+            payload = [data[offset + 32 * i:offset + 32 * (i + 1)] for i in range(count)]
+            offset += 32 * count
+        else:
+            raise NegentropyRefusal(f"mode {mode}")
+        ranges.append((bound, mode, payload))
+        if len(ranges) > NEG_MAX_RANGES:
+            raise NegentropyRefusal("more than 1,048,576 ranges")
+    return ranges
+
+
+class NegWriter:
+    """One message being written: bounds as timestamp deltas from the previous bound written."""
+
+    def __init__(self):
+        self.out = bytearray([NEG_VERSION])
+        self.previous = 0
+
+    def mark(self):
+        return len(self.out), self.previous
+
+    def rewind(self, mark):
+        del self.out[mark[0]:]
+        self.previous = mark[1]
+
+    def bound(self, bound):
+        if bound[0] == NEG_INFINITY:
+            self.out += b"\x00\x00"
+            self.previous = NEG_INFINITY
+            return
+        self.out += varint(bound[0] - self.previous + 1) + varint(len(bound[1])) + bound[1]
+        self.previous = bound[0]
+
+    def range(self, bound, mode, payload=None):
+        self.bound(bound)
+        self.out += varint(mode)
+        if mode == NEG_FINGERPRINT:
+            self.out += payload
+        elif mode == NEG_IDLIST:
+            self.out += varint(len(payload)) + b"".join(payload)
+
+
+class NegSide:
+    """One side of §8.3's reconciliation over a sorted list of (timestamp, id) items."""
+
+    def __init__(self, items, initiator, limit=NEG_WRITE_LIMIT):
+        self.items = sorted(items)
+        require(len(set(self.items)) == len(self.items), "a set holding an item twice")
+        require(all(0 <= t < NEG_INFINITY and len(i) == 32 for t, i in self.items), "an item outside §8.3's keyspace")
+        self.initiator, self.limit = initiator, limit
+        self.grow_limit = limit - NEG_MAX_BOUND - 1 - NEG_CLOSING
+        self.have, self.need, self.learned = [], [], set()
+
+    def first_index(self, start, bound):
+        """The index of the first item at or above bound, from start on."""
+        index = start
+        while index < len(self.items) and item_below(self.items[index], bound):
+            index += 1
+        return index
+
+    def split(self, writer, lo, hi, bound):
+        """§8.3.3: our items[lo:hi], below bound, as one IdList or 16 fingerprinted buckets."""
+        chosen = self.items[lo:hi]
+        if len(chosen) < NEG_SPLIT_BELOW:
+            writer.range(bound, NEG_IDLIST, [i for _, i in chosen])
+            return
+        base, extra = divmod(len(chosen), NEG_BUCKETS)
+        start = 0
+        for b in range(NEG_BUCKETS):
+            size = base + (1 if b < extra else 0)
+            bucket = chosen[start:start + size]
+            start += size
+            end = bound if b == NEG_BUCKETS - 1 else shortest_bound(bucket[-1], chosen[start])
+            writer.range(end, NEG_FINGERPRINT, neg_fingerprint([i for _, i in bucket]))
+
+    def first_message(self):
+        """§8.3.3: the split of all our items with the bound infinity."""
+        require(self.initiator, "only the initiator writes a first message")
+        writer = NegWriter()
+        self.split(writer, 0, len(self.items), NEG_TOP)
+        return bytes(writer.out)
+
+    def answer(self, message):
+        """§8.3.3 and §8.3.4: our answer to a received message (None for the initiator when it is
+        only the version byte). The initiator's have and need gain what it learns; within a round
+        an id joins them at most once (§8.3)."""
+        if not self.initiator and message and message[0] != NEG_VERSION and len(message) <= NEG_MAX_BYTES:
+            return bytes([NEG_VERSION])     # §8.3.1: so that a later version can fall back
+        ranges = parse_negentropy(message)
+        writer = NegWriter()
+        lower, lo, pending = NEG_BOTTOM, 0, False   # pending: done ranges not yet covered by a Skip
+        for bound, mode, payload in ranges:
+            hi = self.first_index(lo, bound)
+            ours = self.items[lo:hi]
+            done = False
+            if mode == NEG_SKIP:
+                done = True
+            elif mode == NEG_FINGERPRINT and neg_fingerprint([i for _, i in ours]) == payload:
+                done = True
+            elif mode == NEG_IDLIST and self.initiator:
+                listed, held = set(payload), {i for _, i in ours}
+                for i in [i for _, i in ours if i not in listed] + [i for i in payload if i not in held]:
+                    if i not in self.learned:
+                        self.learned.add(i)
+                        (self.need if i in listed else self.have).append(i)
+                done = True
+            if done:
+                pending = True
+                lower, lo = bound, hi
+                continue
+            mark = writer.mark()
+            if pending:
+                writer.range(lower, NEG_SKIP)
+            if mode == NEG_FINGERPRINT:
+                self.split(writer, lo, hi, bound)
+                if len(writer.out) > self.grow_limit:
+                    writer.rewind(mark)
+                    return self.close(writer, pending, lower, lo)
+            else:   # an IdList received by the responder: all our ids in the range, as many as fit
+                v = len(varint(len(ours)))
+                fit = (self.limit - len(writer.out) - (NEG_MAX_BOUND + 1 + v + NEG_CLOSING)) // 32
+                if 1 <= fit < len(ours):
+                    end = shortest_bound(ours[fit - 1], ours[fit])
+                    writer.range(end, NEG_IDLIST, [i for _, i in ours[:fit]])
+                    return self.close(writer, False, end, lo + fit)
+                writer.range(bound, NEG_IDLIST, [i for _, i in ours])
+                if (fit < 1 and ours) or len(writer.out) > self.grow_limit:
+                    writer.rewind(mark)
+                    return self.close(writer, pending, lower, lo)
+            pending = False
+            lower, lo = bound, hi
+        out = bytes(writer.out)
+        return None if self.initiator and out == bytes([NEG_VERSION]) else out
+
+    def close(self, writer, pending, lower, lo):
+        """§8.3.4's continuation: the pending Skip, then a Fingerprint range to infinity of all our
+        items from lo on."""
+        if pending:
+            writer.range(lower, NEG_SKIP)
+        writer.range(NEG_TOP, NEG_FINGERPRINT, neg_fingerprint([i for _, i in self.items[lo:]]))
+        out = bytes(writer.out)
+        require(len(out) <= self.limit, f"a message of {len(out)} bytes, above {self.limit}")
+        return out
+
+
+def neg_round(a, b, limit=NEG_WRITE_LIMIT, given=None, max_messages=10_000):
+    """A whole round of §8.3 between an initiator holding a and a responder holding b. Each side
+    is handed given[k] (the vector's bytes) where there is one, else the other side's message.
+    Returns the messages written, in order, and the initiator's have and need."""
+    initiator, responder = NegSide(a, True, limit), NegSide(b, False, limit)
+    produced = [initiator.first_message()]
+    while len(produced) < max_messages:
+        k = len(produced) - 1
+        received = given[k] if given is not None and k < len(given) else produced[k]
+        reply = (responder if k % 2 == 0 else initiator).answer(received)
+        if reply is None:
+            return produced, initiator.have, initiator.need
+        produced.append(reply)
+    raise VectorError(f"the round did not end within {max_messages} messages")
+
+
+def vector_item(i):
+    """§10: item i of the reconciliation vectors."""
+    return (VECTOR_ITEM_CLOCK + VECTOR_ITEM_STEP * (i // 2), hashlib.sha256(str(i).encode()).digest())
+
+
+def item_numbers(v, key):
+    text = v.text(key)
+    numbers = [x.strip() for x in text.split(",")] if text.strip() else []
+    require(all(re.fullmatch(r"0|[1-9][0-9]*", x) for x in numbers), f"'{key}' is not a list of item numbers")
+    numbers = [int(x) for x in numbers]
+    require(len(set(numbers)) == len(numbers), f"'{key}' names an item twice")
+    return numbers
+
+
+def check_spec_constants():
+    """The examples §8.3.1 and §8.3.2 print, which the code above must reproduce."""
+    for value, hexed in ((0, "00"), (127, "7f"), (128, "8100"), (300, "822c"), (2 ** 64 - 1, "81ffffffffffffffff7f")):
+        require(varint(value).hex() == hexed, f"varint({value}) is not {hexed} as §8.3.1 says")
+        require(read_varint(bytes.fromhex(hexed), 0) == (value, len(hexed) // 2), f"{hexed} does not read as {value}")
+    require(neg_fingerprint([]) == NEG_EMPTY_FINGERPRINT, "the fingerprint of no ids differs from §8.3.2's")
+    require(NEG_WRITE_LIMIT - NEG_MAX_BOUND - 1 - NEG_CLOSING == NEG_GROW_LIMIT, "§8.3.4's 59,937 is not 60,000 - 43 - 1 - 19")
+    require(len(varint(2 ** 64 - 1)) + 1 + 32 == NEG_MAX_BOUND, "the largest bound is not 43 bytes")
+    require(len(b"\x00\x00" + varint(NEG_FINGERPRINT) + NEG_EMPTY_FINGERPRINT) == NEG_CLOSING, "the closing range is not 19 bytes")
+    require(vector_item(0)[1].hex() == "5feceb66ffc86f38d952786c6d696c79c2dbc239dd4e91b46729d73a27fb57e9",
+            "item 0's id differs from §10's example")
+
+
+RECONCILE_MESSAGES = {}   # vector name -> (initiator messages, responder messages)
+
+
+def check_reconcile(v):
+    """A whole round (§8.3) between the sets `a` and `b`, each side run by the code above and
+    handed the vector's messages: every message must be the vector's, in order, the round must
+    end where the vector ends, and the initiator must learn `have` and `need` in their order."""
+    check_spec_constants()
+    a_numbers, b_numbers = item_numbers(v, "a"), item_numbers(v, "b")
+    a = [vector_item(i) for i in a_numbers]
+    b = [vector_item(i) for i in b_numbers]
+    given, k = [], 1
+    while v.has(f"message-{k}"):
+        given.append(v.hex(f"message-{k}"))
+        k += 1
+    require(given, "no field 'message-1'")
+    for index, message in enumerate(given, 1):
+        require(len(message) <= NEG_WRITE_LIMIT, f"message-{index} is above {NEG_WRITE_LIMIT} bytes")
+        try:
+            parse_negentropy(message)
+        except NegentropyRefusal as exc:
+            raise VectorError(f"message-{index} is refused by §8.3.1: {exc}")
+    produced, have, need = neg_round(a, b, given=given, max_messages=len(given) + 2)
+    for index, (ours, theirs) in enumerate(zip(produced, given), 1):
+        compare(f"message-{index}", ours, theirs)
+    require(len(produced) == len(given),
+            f"the round has {len(produced)} messages by §8.3, the vector {len(given)}"
+            + (f" (next by §8.3: {produced[len(given)].hex()})" if len(produced) > len(given) else ""))
+    number = {vector_item(i)[1]: i for i in set(a_numbers) | set(b_numbers)}
+    for key, learned in (("have", have), ("need", need)):
+        expected = item_numbers(v, key)
+        got = [number[i] for i in learned]
+        require(got == expected, f"'{key}' by §8.3 is {', '.join(map(str, got)) or '(none)'}, the vector {', '.join(map(str, expected)) or '(none)'}")
+    require(set(have) == {i for _, i in a} - {i for _, i in b}, "have is not the initiator's items the responder lacks")
+    require(set(need) == {i for _, i in b} - {i for _, i in a}, "need is not the responder's items the initiator lacks")
+    RECONCILE_MESSAGES[v.name] = (given[0::2], given[1::2])
+    return f"{len(a)} and {len(b)} items, {len(given)} messages, have {len(have)}, need {len(need)}"
+
+
+# --------------------------------------------------------------------------------------------
 # One check per kind of vector. Each returns a short note for the report.
 
 RECORDS_BY_NAME = {}   # vector name -> record bytes, for the export vectors that list them
@@ -563,11 +917,19 @@ def check_network(v):
     return "key and 3 subkeys"
 
 
+def named_record(v):
+    """The record bytes of the record vector that the field `record-vector` names (§10)."""
+    name = v.text("record-vector")
+    require(name in RECORDS_BY_NAME, f"record-vector names {name!r}, no checked record vector before it")
+    return RECORDS_BY_NAME[name]
+
+
 def datagram_plaintext(v):
     """The plaintext of §7's grammar for the fields the vector has, and its type."""
     forms = {
         ("count", "fingerprint", "instance", "port", "seed"): 1,   # beacon
-        ("record",): 2,                                            # push
+        ("record",): 2,                                            # push of the record given
+        ("record-vector",): 2,                                     # push of a record vector's record
     }
     present = tuple(sorted(k for k in v.fields if k not in ("name", "kind", "network", "network-key", "nonce", "plaintext", "datagram")))
     require(present in forms, f"no datagram of §7 has the fields {', '.join(present)}")
@@ -575,7 +937,7 @@ def datagram_plaintext(v):
     if kind == 1:
         return 1, [1, ed25519_public(v.hex("seed", 32)), v.hex("instance", 8), v.uint("port"),
                    v.uint("count"), v.hex("fingerprint", 16)]
-    record = v.hex("record")
+    record = v.hex("record") if present == ("record",) else named_record(v)
     check_record_bytes(record, "pushed record")
     require(len(record) <= 1000, "a pushed record above 1000 bytes")
     return 2, [2, record]
@@ -612,6 +974,25 @@ def session_message(v):
                          v.hex("fingerprint", 16)]
     if present == ("id",):
         return "want", [5, [v.hex("id", 32)]]
+    if present == ("record-vector",):
+        record = named_record(v)
+        check_record_bytes(record, "the record")
+        return "records", [4, [record]]
+    if present == ("negentropy",):
+        # The fields of `reconcile` and `reconcile reply` are alike: the vector's name says which.
+        types = {"reconcile": 2, "reconcile-reply": 3}
+        require(v.name in types, "a negentropy message whose vector is named neither reconcile nor reconcile-reply")
+        negentropy = v.hex("negentropy")
+        try:
+            ranges = parse_negentropy(negentropy)
+        except NegentropyRefusal as exc:
+            raise VectorError(f"negentropy is refused by §8.3.1: {exc}")
+        require(len(negentropy) <= NEG_WRITE_LIMIT, f"negentropy above {NEG_WRITE_LIMIT} bytes")
+        # The message is one of a round of §10 sent by the side that sends this type.
+        side = types[v.name] - 2
+        rounds = [n for n, sent in RECONCILE_MESSAGES.items() if negentropy in sent[side]]
+        require(rounds, f"negentropy is no {('initiator', 'responder')[side]} message of a checked reconcile vector before it")
+        return f"{v.name}, {len(ranges)} ranges, from {rounds[0]}", [types[v.name], negentropy]
     raise VectorError(f"no session message of §8.2 is checked here for the fields {', '.join(present) or '(none)'}")
 
 
@@ -695,12 +1076,14 @@ CHECKS = {
     "datagram": check_datagram,
     "session": check_session,
     "handshake": check_handshake,
+    "reconcile": check_reconcile,
 }
 
 
 def check_all(vectors):
     """Checks the vectors in order; returns one (name, error or None, note) per vector."""
     RECORDS_BY_NAME.clear()
+    RECONCILE_MESSAGES.clear()
     results, names = [], set()
     for v in vectors:
         v.read = {"name", "kind"}
@@ -733,14 +1116,123 @@ def _altered(value):
     return value + "x"
 
 
+def _list_mutants(v):
+    """For a reconcile vector: each list of items with its last item dropped, with an item
+    added, and (where order matters) reversed; the last message dropped."""
+    mutants = []
+    if v.fields.get("kind") != "reconcile":
+        return mutants
+    for key in ("a", "b", "have", "need"):
+        if key not in v.fields:
+            continue
+        items = [x.strip() for x in v.fields[key].split(",") if x.strip()]
+        if items:
+            mutants.append((f"'{key}' without its last item", {**v.fields, key: ", ".join(items[:-1])}))
+        mutants.append((f"'{key}' with item 999 added", {**v.fields, key: ", ".join(items + ["999"])}))
+        if key in ("have", "need") and len(items) > 1:
+            mutants.append((f"'{key}' reversed", {**v.fields, key: ", ".join(reversed(items))}))
+    last = max((int(k[8:]) for k in v.fields if re.fullmatch(r"message-[1-9][0-9]*", k)), default=0)
+    if last > 1:
+        mutants.append(("its last message dropped", {k: x for k, x in v.fields.items() if k != f"message-{last}"}))
+    return mutants
+
+
+def reconcile_self_test():
+    """§8.3 cases no vector holds, checked against the rules themselves: malformed messages
+    §8.3.1 refuses (and well-formed ones it accepts), and rounds large enough for §8.3.4's
+    60,000-byte limit (and smaller limits) that must end with exactly the differences and no
+    message above the limit. Returns the failures."""
+    failures = []
+    bound = varint(VECTOR_ITEM_CLOCK + 1) + b"\x01\xab"
+    refused = {
+        "version 62": "62",
+        "a range ending inside its bound": "61" + varint(5).hex(),
+        "a range ending before its mode": "61" + bound.hex(),
+        "a varint of 11 bytes": "61" + "81" * 10 + "00" + "0000",
+        "a varint not minimal": "61" + "8001" + "0000",
+        "a varint beyond 64 bits": "61" + "82808080808080808000" + "0000",
+        "a prefix of 33 bytes": "61" + "0221" + "00" * 33 + "00",
+        "mode 3": "61" + "0000" + "03",
+        "an IdList count beyond the bytes left": "61" + "0000" + "0201" + "00" * 31,
+        "a fingerprint cut short": "61" + "0000" + "01" + "00" * 15,
+        "bounds that do not increase": "61" + bound.hex() + "00" + "01" + "0100" + "00",
+        "equal bounds ab and ab00": "61" + bound.hex() + "00" + "01" + "0200ab00" + "00",
+        "a first bound at the bottom": "61" + "0100" + "00",
+        "a delta beyond 2^64 - 1": "61" + "0300" + "00" + varint(2 ** 64 - 1).hex() + "00" + "00",
+    }
+    for label, hexed in refused.items():
+        try:
+            parse_negentropy(bytes.fromhex(hexed))
+            failures.append(f"§8.3.1 parser accepts {label}")
+        except NegentropyRefusal:
+            pass
+    accepted = {
+        "an empty message": "61",
+        "infinity repeated": "61" + "0000" + "00" + "0000" + "0200",
+        "a delta landing on 2^64 - 1": "61" + "0200" + "00" + varint(2 ** 64 - 1).hex() + "00" + "00",
+        "an infinity bound with a prefix": "61" + "0001ff" + "00",
+    }
+    for label, hexed in accepted.items():
+        try:
+            parse_negentropy(bytes.fromhex(hexed))
+        except NegentropyRefusal as exc:
+            failures.append(f"§8.3.1 parser refuses {label}: {exc}")
+    if NegSide([], False).answer(bytes.fromhex("62")) != bytes([NEG_VERSION]):
+        failures.append("a responder does not answer version 62 with 61")
+    # §8.3.4's two cases the vectors do not reach. The responder holding items 0 .. 3999 gets a
+    # Skip whose bound has a 20-byte prefix (31 bytes written, so s = 32) and an IdList to
+    # infinity: it lists floor((60,000 - 32 - (43 + 1 + 2 + 19)) / 32) = 1871 of its ids.
+    held = [vector_item(i) for i in range(4000)]
+    skip_to = (held[1000][0], held[1000][1][:20])
+    writer = NegWriter()
+    writer.range(skip_to, NEG_SKIP)
+    writer.range(NEG_TOP, NEG_IDLIST, [])
+    ranges = parse_negentropy(NegSide(held, False).answer(bytes(writer.out)))
+    if [(r[0], r[1]) for r in ranges[:1]] != [(skip_to, NEG_SKIP)] or len(ranges) != 3 or len(ranges[1][2]) != 1871:
+        failures.append("§8.3.4: a responder's IdList after a Skip does not list 1871 ids")
+    # A responder holding items 0, 2, ..., 3152 gets an IdList range around each of them, then
+    # one to infinity where it holds nothing: after 1577 ranges of 38 bytes (the first 44) the
+    # message has 59,933 bytes, the formula leaves room for no id, and the empty list (4 bytes)
+    # is written all the same, as it stays within 59,937.
+    held = [vector_item(2 * k) for k in range(1577)]
+    writer = NegWriter()
+    for timestamp, _ in held:
+        writer.range((timestamp + 1, b""), NEG_IDLIST, [])
+    writer.range(NEG_TOP, NEG_IDLIST, [])
+    reply = NegSide(held, False).answer(bytes(writer.out))
+    if len(reply) != 59_937 or not reply.endswith(bytes.fromhex("00000200")):
+        failures.append(f"§8.3.4: an empty IdList with no room for an id is not written ({len(reply)} bytes)")
+    universe = [vector_item(i) for i in range(12_000)]
+    shuffled = list(range(len(universe)))
+    cases = [  # (seed, common, only the initiator's, only the responder's, limit)
+        (1, 3000, 0, 6000, NEG_WRITE_LIMIT), (2, 0, 6000, 0, NEG_WRITE_LIMIT),
+        (3, 4000, 2000, 2000, NEG_WRITE_LIMIT), (4, 2000, 400, 900, 2000), (5, 0, 40, 3000, 1000),
+    ]
+    for seed, common, n_a, n_b, limit in cases:
+        random.Random(seed).shuffle(shuffled)
+        chosen = [universe[i] for i in shuffled[:common + n_a + n_b]]
+        both, only_a, only_b = chosen[:common], chosen[common:common + n_a], chosen[common + n_a:]
+        try:
+            messages, have, need = neg_round(both + only_a, both + only_b, limit=limit)
+        except VectorError as exc:
+            failures.append(f"round {seed} (limit {limit}): {exc}")
+            continue
+        if max(map(len, messages)) > limit:
+            failures.append(f"round {seed}: a message of {max(map(len, messages))} bytes, above {limit}")
+        if sorted(have) != sorted(i for _, i in only_a) or sorted(need) != sorted(i for _, i in only_b):
+            failures.append(f"round {seed} (limit {limit}): have and need are not the differences")
+    return failures
+
+
 def self_test(vectors):
     """Mutants of every vector, each of which the checks must refuse: every field altered in its
-    last letter or digit, every field removed, an unknown field added, an unknown kind. Returns
-    the mutants that passed (there should be none) and how many were tried."""
+    last letter or digit, every field removed, an unknown field added, an unknown kind, and for
+    reconciliations their lists changed. Returns the mutants that passed (there should be none)
+    and how many were tried."""
     survivors, tried = [], 0
     for index, v in enumerate(vectors):
         mutants = [(f"kind '{v.fields.get('kind')}x'", {**v.fields, "kind": f"{v.fields.get('kind')}x"}),
-                   ("an unknown field", {**v.fields, "no-such-field": "00"})]
+                   ("an unknown field", {**v.fields, "no-such-field": "00"})] + _list_mutants(v)
         for key in v.fields:
             if key == "name":
                 continue
@@ -781,6 +1273,13 @@ def main():
         else:
             passed += 1
             print(f"ok   self-test ({tried} altered vectors, each refused)")
+        failures = reconcile_self_test()
+        if failures:
+            failed += 1
+            print("FAIL self-test of §8.3: " + "; ".join(failures))
+        else:
+            passed += 1
+            print("ok   self-test of §8.3 (malformed messages refused, rounds under the size limit)")
     print(f"protocol vectors: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 
