@@ -25,6 +25,15 @@ public enum Key: Sendable {
         }
     }
 
+    /// The key's one spelling, Unicode NFC (`CanonicalText`), once it is checked: what paths and
+    /// tree objects hold, so that canonically equivalent keys are one key (Protocol.md §5.1).
+    /// Throws what `validate` throws for the NFC form.
+    public static func canonical(_ key: String) throws(TreeError) -> String {
+        let nfc = CanonicalText.nfc(key)
+        try validate(nfc)
+        return nfc
+    }
+
     /// Whether `validate` would accept the key.
     public static func isValid(_ key: String) -> Bool {
         do { try validate(key); return true } catch { return false }
