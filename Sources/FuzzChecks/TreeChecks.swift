@@ -64,7 +64,9 @@ public enum TreeChecks {
             try require((try? Path(text)) == path, t, "a storage key that Path(_:) reads differently")
         }
         if Key.isValid(text) {
-            try require(text.utf8.count > Path.maxByteLength || (try? Path(segments: [text])) != nil, t, "a valid key is not a valid path")
+            // The limit applies to the key in NFC, which may be longer or shorter than as written.
+            try require(CanonicalText.nfc(text).utf8.count > Path.maxByteLength || (try? Path(segments: [text])) != nil, t,
+                        "a valid key is not a valid path")
         }
     }
 
