@@ -38,10 +38,12 @@ public struct Path: Sendable, CustomStringConvertible {
 
     /// Builds a path from keys, each taken in NFC and validated, and enforces the limits.
     public init(segments: [String]) throws(TreeError) {
-        var segments = segments
-        for index in segments.indices { segments[index] = try Key.canonical(segments[index]) }
-        try Path.checkLimits(depth: segments.count, byteLength: Path.byteLength(of: segments))
-        self.segments = segments
+        var canonical = segments  // copied only if a key changes
+        for (index, key) in segments.enumerated() where try !Key.validateNotingASCII(key) {
+            canonical[index] = try Key.canonical(key)
+        }
+        try Path.checkLimits(depth: canonical.count, byteLength: Path.byteLength(of: canonical))
+        self.segments = canonical
     }
 
     /// Parses the exact form produced by `storageKey`: "" or "/a/b" with no
