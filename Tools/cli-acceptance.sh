@@ -16,6 +16,16 @@ check "update" '{"b":1,"c":{"d":3}}' "$(lc get --data "$A" /a)"
 lc delete --data "$A" /a/b
 check "delete" '{"c":{"d":3}}' "$(lc get --data "$A" /a)"
 
+# Canonically equivalent keys are one key (Protocol.md §5.1): "café" spelled with U+00E9 (NFC)
+# and with "e" + U+0301 (NFD) is one key, shown in NFC, and the later write wins.
+nfc=$(printf 'caf\xc3\xa9') nfd=$(printf 'cafe\xcc\x81')
+lc set --data "$A" "/k/$nfc" '"first"'
+lc set --data "$A" "/k/$nfd" '"second"'
+check "one key per spelling" "{\"$nfc\":\"second\"}" "$(lc get --data "$A" /k)"
+check "read in the other spelling" '"second"' "$(lc get --data "$A" "/k/$nfc")"
+lc delete --data "$A" "/k/$nfd"
+check "delete in the other spelling" null "$(lc get --data "$A" /k)"
+
 # Errors: one line on stderr, a non-zero status, nothing changed.
 before=$(lc get --data "$A" /)
 lc set --data "$A" /a '{nope' 2>"$work/err"; check "bad json status" 64 $?

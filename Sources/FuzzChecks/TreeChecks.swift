@@ -31,6 +31,7 @@ public enum TreeChecks {
             try require(!members.isEmpty, t, "an empty object in a normalized value")
             for (key, member) in members {
                 try require(Key.isValid(key), t, "invalid key \(key.debugDescription) in a normalized value")
+                try require(CanonicalText.isNFC(key), t, "key \(key.debugDescription) of a normalized value not in NFC")
                 try require(!member.isNull, t, "a null member in a normalized value")
                 try checkTreeForm(member, t)
             }
@@ -47,6 +48,7 @@ public enum TreeChecks {
         if let path = try? Path(text) {
             try require(path.depth <= Path.maxDepth && path.byteLength <= Path.maxByteLength, t, "limits not enforced: \(path)")
             try require(path.segments.allSatisfy(Key.isValid), t, "an invalid key in \(path)")
+            try require(path.segments.allSatisfy(CanonicalText.isNFC), t, "a key of \(path) not in NFC")
             try require(path.byteLength == (path.isRoot ? 0 : path.storageKey.utf8.count - 1), t, "byteLength disagrees with storageKey")
             try require((try? Path(storageKey: path.storageKey)) == path, t, "storageKey does not parse back: \(path.storageKey.debugDescription)")
             try require((try? Path(path.description)) == path, t, "description does not parse back")
@@ -56,11 +58,15 @@ public enum TreeChecks {
             }
         }
         if let path = try? Path(storageKey: text) {
-            try require(path.storageKey == text, t, "a storage key with two spellings: \(text.debugDescription)")
+            // One path, one spelling: the storage key is the text with its keys in NFC.
+            try require(path.storageKey.utf8.elementsEqual(CanonicalText.nfc(text).utf8), t,
+                        "a storage key with two spellings: \(text.debugDescription)")
             try require((try? Path(text)) == path, t, "a storage key that Path(_:) reads differently")
         }
         if Key.isValid(text) {
-            try require(text.utf8.count > Path.maxByteLength || (try? Path(segments: [text])) != nil, t, "a valid key is not a valid path")
+            // The limit applies to the key in NFC, which may be longer or shorter than as written.
+            try require(CanonicalText.nfc(text).utf8.count > Path.maxByteLength || (try? Path(segments: [text])) != nil, t,
+                        "a valid key is not a valid path")
         }
     }
 

@@ -5,7 +5,8 @@ import Wire
 
 /// Records, deterministic CBOR, the export stream, datagrams and session frames (Protocol.md
 /// §2-§4, §7, §8.2). The common invariant: whatever a decoder accepts re-encodes to exactly the
-/// bytes it was given, so one value never has two encodings.
+/// bytes it was given, so one value never has two encodings (a record's keys re-encode in NFC,
+/// the one spelling the tree reads them in, §5.1).
 public enum WireChecks {
     /// Deterministic CBOR with the default limits and with the tight limits datagrams use.
     static func cbor(_ input: [UInt8]) throws(FuzzViolation) {
@@ -51,8 +52,9 @@ public enum WireChecks {
         }
     }
 
-    /// A record: accepted bytes re-encode from the decoded fields, the id is the hash of the
-    /// bytes, the body keeps §3.4's rules, and verification agrees with the signature check.
+    /// A record: accepted bytes re-encode from the decoded fields (keys in NFC), the id is the
+    /// hash of the bytes, the body keeps §3.4's rules, and verification agrees with the
+    /// signature check.
     static func record(_ input: [UInt8]) throws(FuzzViolation) {
         let t = FuzzTarget.record
         let record: Record
@@ -101,17 +103,57 @@ public enum WireChecks {
             .unsigned(Record.version), .unsigned(record.kind.rawValue), .bytes(record.author.bytes),
             .unsigned(record.clock), body, .bytes(record.signature.bytes),
         ]).encoded()
-        try require(rebuilt == input, t, "accepted record re-encodes differently: \(hex(rebuilt))")
+        // The decoded record is the bytes as the tree reads them: every key in NFC (§5.1).
+        guard let written = try? CBORDecoder.decode(input, limits: CBORLimits(maxDepth: 40, maxItems: 200_000)),
+              case let .array(fields) = written, fields.count == 6 else {
+            throw FuzzViolation(target: t.rawValue, message: "an accepted record is not a CBOR array of 6")
+        }
+        if case let .array(items) = fields[4], record.kind == .write {
+            let texts = items.compactMap { item -> String? in
+                guard case let .array(pair) = item, case let .text(text)? = pair.first else { return nil }
+                return text
+            }
+            for (a, b) in zip(texts, texts.dropFirst()) {
+                try require(a.utf8.lexicographicallyPrecedes(b.utf8), t, "paths out of order as written: \(a) then \(b)")
+            }
+        }
+        var respelled = fields
+        respelled[4] = nfcBody(fields[4], kind: record.kind)
+        try require(rebuilt == CBOR.array(respelled).encoded(), t, "accepted record re-encodes differently: \(hex(rebuilt))")
     }
 
-    /// §3.4: paths strictly increasing, none an ancestor of another, values in tree form.
+    /// A write's or file entry's body with every key of its paths and objects in NFC.
+    static func nfcBody(_ body: CBOR, kind: RecordKind) -> CBOR {
+        func keys(_ item: CBOR) -> CBOR {
+            guard case let .map(pairs) = item else { return item }
+            return .map(pairs.map { pair in
+                guard case let .text(key) = pair.key else { return pair }
+                return CBORPair(.text(CanonicalText.nfc(key)), keys(pair.value))
+            })
+        }
+        guard case let .array(items) = body else { return body }
+        switch kind {
+        case .write:
+            return .array(items.map { item in
+                guard case let .array(pair) = item, pair.count == 2, case let .text(path) = pair[0] else { return item }
+                return .array([.text(CanonicalText.nfc(path)), keys(pair[1])])
+            })
+        case .file:
+            guard items.count == 2, case let .text(path) = items[0] else { return body }
+            return .array([.text(CanonicalText.nfc(path)), items[1]])
+        case .manifest:
+            return body
+        }
+    }
+
+    /// §3.4: paths distinct and none an ancestor of another once in NFC (their order as written
+    /// is checked on the bytes), values in tree form with NFC keys.
     static func checkPairs(_ pairs: [WritePair], _ t: FuzzTarget) throws(FuzzViolation) {
         for (index, pair) in pairs.enumerated() {
-            if index > 0 {
-                let previous = pairs[index - 1].path
-                try require(Array(previous.storageKey.utf8).lexicographicallyPrecedes(Array(pair.path.storageKey.utf8)), t,
-                            "paths out of order: \(previous) then \(pair.path)")
-                try require(!previous.isAncestor(of: pair.path), t, "\(previous) is an ancestor of \(pair.path)")
+            try require(pair.path.segments.allSatisfy(CanonicalText.isNFC), t, "a key of \(pair.path) is not in NFC")
+            for other in pairs[..<index] {
+                try require(!other.path.isAncestorOrSelf(of: pair.path) && !pair.path.isAncestorOrSelf(of: other.path), t,
+                            "\(other.path) and \(pair.path) meet in one write")
             }
             if pair.value != .null {
                 let normal = try? pair.value.normalized(at: pair.path)

@@ -49,16 +49,19 @@ struct BlobStore {
 /// `images/<user id>_...` (a profile picture), belongs to that user; any other path to everyone,
 /// last writer wins (Protocol.md §5.5).
 public enum StorageRules {
+    /// The user a storage path belongs to, if any. The path is taken in NFC, the spelling files
+    /// are stored under, and split at its "/" bytes as `FileEntry.validate` splits it (a "/"
+    /// followed by a combining mark is one `Character`, which would hide the separator).
     public static func owner(of path: String) -> String? {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        if let first = segments.first, isUserID(first) { return String(first) }
-        if segments.count >= 2, segments[0] == "images" {
+        let bytes = Array(FileEntry.canonicalPath(path).utf8)
+        let segments = bytes.split(separator: UInt8(ascii: "/"), maxSplits: 2, omittingEmptySubsequences: false)
+        if let first = segments.first, let id = userID(first) { return id }
+        if segments.count >= 2, segments[0].elementsEqual("images".utf8) {
             // A user id is 43 characters and may itself contain "_" (base64url): the id is the
             // first 43 characters of the name, and the "_" is the one right after them.
-            let name = segments[1].utf8
-            if name.count > userIDLength, name[name.index(name.startIndex, offsetBy: userIDLength)] == UInt8(ascii: "_") {
-                let id = Substring(name.prefix(userIDLength))
-                if isUserID(id) { return String(id) }
+            let name = segments[1]
+            if name.count > userIDLength, name[name.startIndex + userIDLength] == UInt8(ascii: "_") {
+                if let id = userID(name.prefix(userIDLength)) { return id }
             }
         }
         return nil
@@ -71,7 +74,10 @@ public enum StorageRules {
         owner(of: path).map { $0 == author } ?? true
     }
 
-    static func isUserID(_ text: Substring) -> Bool {
-        text.utf8.count == userIDLength && Base64URL.decode(String(text))?.count == 32
+    /// The user id these bytes spell, if they spell one (ASCII, so their own NFC).
+    static func userID(_ bytes: ArraySlice<UInt8>) -> String? {
+        guard bytes.count == userIDLength, bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
+        return Base64URL.decode(text)?.count == 32 ? text : nil
     }
 }

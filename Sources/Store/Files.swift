@@ -37,9 +37,11 @@ extension Store {
     /// cuts and stores the chunks (each once), signs a manifest and a file entry. Durable on return.
     /// A path that belongs to another user (`StorageRules`) is refused with `permissionDenied`
     /// before anything is written: the entry would be signed and spread, and have no effect.
+    /// Like every storage path given to the store, `path` is taken in NFC (`FileEntry.canonicalPath`).
     @discardableResult
     public func putFile(_ path: String, bytes: [UInt8], declaredType: String? = nil, signer: PrivateKey,
                         nowMillis: UInt64, limit: Int = Store.defaultFileLimit) throws -> FileInfo {
+        let path = FileEntry.canonicalPath(path)
         try FileEntry.validate(path: path)
         try Store.checkMayWrite(path, signer: signer)
         let type = try Store.checkFile(bytes, declaredType: declaredType, limit: limit)
@@ -83,13 +85,15 @@ extension Store {
     /// Deletes the file at `path` (a file entry naming nothing); `permissionDenied` for a path
     /// that belongs to another user.
     public func deleteFile(_ path: String, signer: PrivateKey, nowMillis: UInt64) throws {
+        let path = FileEntry.canonicalPath(path)
         try FileEntry.validate(path: path)
         try Store.checkMayWrite(path, signer: signer)
         _ = try transaction { try writeRecord(.file(FileEntry(path: path, manifest: nil)), signer: signer, nowMillis: nowMillis) }
     }
 
-    /// The file at `path`, with the chunks still missing; nil if there is none.
+    /// The file at `path` (in any spelling), with the chunks still missing; nil if there is none.
     public func fileInfo(_ path: String) throws -> FileInfo? {
+        let path = FileEntry.canonicalPath(path)
         guard let id = try db.first("SELECT manifest FROM files WHERE path = ? AND manifest IS NOT NULL", [.text(path)], {
             try Digest32(bytes: $0.blob(0))
         }), let manifest = try blobs.manifest(id) else { return nil }
@@ -107,6 +111,7 @@ extension Store {
 
     /// The bytes of the file at `path`, checked against its manifest's blob hash.
     public func readFile(_ path: String) throws -> [UInt8] {
+        let path = FileEntry.canonicalPath(path)
         guard let info = try fileInfo(path) else { throw FileError.notFound(path) }
         guard info.isComplete else {
             throw FileError.incomplete(path: path, missing: info.missing.count, of: info.manifest.chunks.count)
@@ -121,8 +126,9 @@ extension Store {
         return bytes
     }
 
-    /// Files whose path starts with `prefix`, in path order.
+    /// Files whose path starts with `prefix`, in path order; both in NFC.
     public func listFiles(prefix: String = "") throws -> [FileInfo] {
+        let prefix = FileEntry.canonicalPath(prefix)
         // Compared as bytes: substr on TEXT counts characters, not the UTF-8 bytes of the prefix.
         let paths = try db.all("SELECT path FROM files WHERE manifest IS NOT NULL AND substr(CAST(path AS BLOB), 1, ?) = ? ORDER BY path",
                                [.integer(Int64(prefix.utf8.count)), .blob(Array(prefix.utf8))]) { $0.text(0) }
@@ -139,9 +145,11 @@ extension Store {
     }
 
     /// Files that messages or profiles refer to and whose chunks are not all here: fetched eagerly.
+    /// (A reference is text in a value, in whatever spelling; the file is found by its NFC path.)
     public func referencedIncompleteFiles() throws -> [FileInfo] {
-        let paths = try db.all("SELECT path FROM file_refs", []) { $0.text(0) }
-        return try paths.compactMap { try fileInfo($0) }.filter { !$0.isComplete }
+        let paths = try db.all("SELECT path FROM file_refs", []) { FileEntry.canonicalPath($0.text(0)) }
+        var seen = Set<[UInt8]>()
+        return try paths.filter { seen.insert(Array($0.utf8)).inserted }.compactMap { try fileInfo($0) }.filter { !$0.isComplete }
     }
 
     /// The storage path named by `gs://BUCKET/PATH`, or the text itself if it is a plain path.

@@ -24,9 +24,12 @@ extension Store {
             rebuildingTree = true
             defer { rebuildingTree = false }
             // Records are read in arrival order; the fold does not depend on it. They were
-            // verified when stored, so only decoded here.
+            // verified when stored, so only decoded here. A record that no longer decodes (its
+            // paths meet once keys are taken in NFC, Protocol.md §5.1) is one this node would
+            // now refuse: it takes no effect, as on a node that never stored it.
             try db.query("SELECT bytes FROM records ORDER BY seq") { row in
-                try apply(try Record.decode(row.blob(0), verify: false))
+                guard let record = try? Record.decode(row.blob(0), verify: false) else { return }
+                try apply(record)
             }
             let users = try Path(segments: ["users"])
             let profiles = try childKeys(of: users).map { uid in (uid: uid, profile: try value(at: try users.appending(uid))) }

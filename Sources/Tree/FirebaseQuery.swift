@@ -84,7 +84,8 @@ public struct FirebaseQuery: Hashable, Sendable {
         case .value, .child:
             entries.sort { FirebaseOrder.entryLess(key: $0.key, value: $0.orderValue, key: $1.key, value: $1.orderValue) }
         }
-        var kept = entries.filter { inRange(key: $0.key, orderValue: $0.orderValue) }
+        let bounds = canonicalKeyBounds
+        var kept = entries.filter { bounds.inRange(key: $0.key, orderValue: $0.orderValue) }
         switch limit {
         case .first(let count)?: kept = Array(kept.prefix(count))
         case .last(let count)?: kept = Array(kept.suffix(count))
@@ -103,6 +104,17 @@ public struct FirebaseQuery: Hashable, Sendable {
         case .value: return child
         case .child(let path): return child.value(at: path)
         }
+    }
+
+    /// This query with its key bounds in NFC when it orders by key: keys are compared in the one
+    /// spelling the tree holds them in (`parse` gives such bounds already).
+    private var canonicalKeyBounds: FirebaseQuery {
+        guard case .key = order else { return self }
+        func canonical(_ bound: JSONValue?) -> JSONValue? {
+            guard case .string(let key)? = bound else { return bound }
+            return .string(CanonicalText.nfc(key))
+        }
+        return FirebaseQuery(order: order, startAt: canonical(startAt), endAt: canonical(endAt), equalTo: canonical(equalTo), limit: limit)
     }
 
     /// Whether a child lies within `startAt`, `endAt` and `equalTo` (all inclusive).

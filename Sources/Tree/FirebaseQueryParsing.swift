@@ -52,10 +52,12 @@ extension FirebaseQuery {
         }
     }
 
-    /// A range bound: a JSON scalar, and a string when ordering by key (keys are strings).
+    /// A range bound: a JSON scalar, and a string when ordering by key (keys are strings; such a
+    /// bound is taken in NFC, the spelling keys have, so that either spelling bounds alike).
     private static func bound(_ text: String, parameter: String, order: Order) throws(FirebaseQueryError) -> JSONValue {
         let value = try json(text, parameter: parameter)
         switch (value, order) {
+        case (.string(let key), .key): return .string(CanonicalText.nfc(key))
         case (.string, _): return value
         case (.null, .key), (.bool, .key), (.number, .key): throw .invalidBound(parameter: parameter)
         case (.null, _), (.bool, _), (.number, _): return value

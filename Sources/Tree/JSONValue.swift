@@ -17,7 +17,9 @@ public enum JSONValue: Hashable, Sendable {
     /// stores arrays as objects keyed "0", "1", ...
     case array([JSONValue])
     /// A JSON object. Keys are compared with Swift `String` equality, so two
-    /// canonically equivalent spellings count as the same key.
+    /// canonically equivalent spellings count as the same key; tree values
+    /// (`normalized()`, decoded records) hold every key in NFC, the spelling
+    /// paths and the store use.
     case object([String: JSONValue])
 }
 

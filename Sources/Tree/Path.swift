@@ -2,9 +2,12 @@
 ///
 /// Paths are built once, validated once and then passed around freely, so
 /// every other module can rely on keys being legal and limits being met.
-/// Equality and hashing compare the UTF-8 bytes of the segments (not Swift's
-/// canonical-equivalence string equality), matching how `storageKey` is
-/// compared by SQLite.
+/// Every segment is held in Unicode NFC (`Key.canonical`), whatever spelling
+/// it was built from, so canonically equivalent paths are one path, and the
+/// limits apply to the NFC form. Equality and hashing compare the UTF-8 bytes
+/// of the segments (not Swift's canonical-equivalence string equality),
+/// matching how `storageKey` is compared by SQLite; with NFC segments the two
+/// agree.
 public struct Path: Sendable, CustomStringConvertible {
     /// Largest path, in UTF-8 bytes of the segments joined by "/" (no leading slash).
     public static let maxByteLength = 768
@@ -33,16 +36,20 @@ public struct Path: Sendable, CustomStringConvertible {
         try self.init(segments: segments)
     }
 
-    /// Builds a path from keys, validating each and enforcing the limits.
+    /// Builds a path from keys, each taken in NFC and validated, and enforces the limits.
     public init(segments: [String]) throws(TreeError) {
-        for key in segments { try Key.validate(key) }
-        try Path.checkLimits(depth: segments.count, byteLength: Path.byteLength(of: segments))
-        self.segments = segments
+        var canonical = segments  // copied only if a key changes
+        for (index, key) in segments.enumerated() where try !Key.validateNotingASCII(key) {
+            canonical[index] = try Key.canonical(key)
+        }
+        try Path.checkLimits(depth: canonical.count, byteLength: Path.byteLength(of: canonical))
+        self.segments = canonical
     }
 
     /// Parses the exact form produced by `storageKey`: "" or "/a/b" with no
     /// empty segments. Stricter than `init(_:)` because stored keys must be
-    /// canonical (one path, one spelling).
+    /// canonical (one path, one spelling); keys in another Unicode spelling
+    /// are taken in NFC like everywhere else.
     ///
     /// Every record carries its paths in this form, so it is parsed in one pass over the
     /// contiguous UTF-8 rather than through the generic `split`.
@@ -84,18 +91,19 @@ public struct Path: Sendable, CustomStringConvertible {
     /// Size counted against `maxByteLength`: segment bytes plus one "/" between each.
     public var byteLength: Int { Path.byteLength(of: segments) }
 
-    /// The child at `key` (validated; limits enforced).
+    /// The child at `key` (taken in NFC and validated; limits enforced).
     public func appending(_ key: String) throws(TreeError) -> Path {
-        try validateChild(key)
-        return Path(unchecked: segments + [key])
+        Path(unchecked: segments + [try canonicalChildKey(key)])
     }
 
-    /// Throws what `appending(key)` would, without building the child: for decoders that only
-    /// need to know a leaf's path is valid, and need the path itself only to report an error.
-    public func validateChild(_ key: String) throws(TreeError) {
-        try Key.validate(key)
+    /// Checks `key` as `appending(key)` would and returns its NFC spelling, without building
+    /// the child: for decoders that only need to know a leaf's path is valid, and need the path
+    /// itself only to report an error.
+    public func canonicalChildKey(_ key: String) throws(TreeError) -> String {
+        let key = try Key.canonical(key)
         let length = segments.isEmpty ? key.utf8.count : byteLength + 1 + key.utf8.count
         try Path.checkLimits(depth: segments.count + 1, byteLength: length)
+        return key
     }
 
     /// This path followed by `other` (limits enforced).

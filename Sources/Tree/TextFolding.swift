@@ -1,5 +1,6 @@
-// The only file of Tree that imports Foundation: for the Unicode compatibility decomposition
-// (NFKD), which the standard library does not expose. It is pure computation, no IO.
+// Foundation is imported for the Unicode compatibility decomposition (NFKD), which the standard
+// library does not expose (CanonicalText.swift is the other file of Tree that imports it, for
+// NFC). It is pure computation, no IO.
 import Foundation
 
 /// Folds text for search: the users directory indexes folded names and emails, and folds each

@@ -1,4 +1,5 @@
 import Crypto
+import Tree
 
 /// A blob's manifest (record kind 2): everything needed to fetch the blob's chunks from any peer
 /// and check each one, signed by whoever stored it.
@@ -52,15 +53,24 @@ public struct FileEntry: Hashable, Sendable {
     /// The manifest record's id; `nil` deletes the file.
     public let manifest: Digest32?
 
+    /// `path` is taken in NFC (`canonicalPath`), whatever its spelling.
     public init(path: String, manifest: Digest32?) {
-        self.path = path
+        self.path = FileEntry.canonicalPath(path)
         self.manifest = manifest
     }
 
     public static let maxPathBytes = 1024
 
+    /// The one spelling of a storage path, Unicode NFC, as for tree keys (Protocol.md §3.5,
+    /// §5.1): canonically equivalent paths name one file. Every storage path a store is given
+    /// is taken in this form before it is checked, compared or stored.
+    public static func canonicalPath(_ path: String) -> String {
+        CanonicalText.nfc(path)
+    }
+
     /// A storage path: 1-1024 bytes of UTF-8, segments separated by "/", none empty, no control
-    /// characters, no "." or ".." segments.
+    /// characters, no "." or ".." segments. Give it the NFC form (`canonicalPath`), which is
+    /// what the limits apply to.
     public static func validate(path: String) throws(RecordError) {
         let bytes = Array(path.utf8)
         guard !bytes.isEmpty, bytes.count <= maxPathBytes else { throw .invalidPath("storage path must be 1...\(maxPathBytes) bytes") }

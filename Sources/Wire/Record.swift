@@ -66,6 +66,10 @@ public struct Record: Hashable, Sendable {
     public let encoded: [UInt8]
     /// BLAKE2b-256 of `encoded`.
     public let id: Digest32
+    /// Whether some object key inside a pair's value is spelled otherwise in `encoded` than in
+    /// `body` (which holds every key in NFC, Protocol.md §5.1): then a value's bytes are not the
+    /// encoding of the value (`pairValueEncodings`).
+    let valuesRespelled: Bool
 
     public var kind: RecordKind { body.kind }
 
@@ -73,7 +77,10 @@ public struct Record: Hashable, Sendable {
     public var order: WriteOrder { WriteOrder(clock: clock, author: author, id: id) }
 
     /// Makes and signs a record. Throws when the body breaks a rule or the result is too large.
+    /// Keys are written in NFC (Protocol.md §5.1): paths hold them so already, and object keys
+    /// and a file's storage path given in another spelling are taken in NFC.
     public static func make(body: RecordBody, clock: UInt64, signer: PrivateKey) throws -> Record {
+        let body = body.withCanonicalKeys()
         try RecordCodec.validate(body)
         let unsigned = RecordCodec.unsignedBytes(author: signer.publicKey, clock: clock, body: body)
         let signature = try signer.sign(signingDomain + unsigned)
@@ -82,7 +89,7 @@ public struct Record: Hashable, Sendable {
             throw RecordError.tooLarge(size: encoded.count, limit: RecordLimits.maxRecordBytes)
         }
         return Record(author: signer.publicKey, clock: clock, body: body, signature: signature,
-                      encoded: encoded, id: BLAKE2b.digest256(encoded))
+                      encoded: encoded, id: BLAKE2b.digest256(encoded), valuesRespelled: false)
     }
 
     /// Decodes and verifies a record from untrusted bytes. `verify: false` skips only the
@@ -107,13 +114,30 @@ public struct Record: Hashable, Sendable {
         author.verify(signature, for: Record.signingDomain + RecordCodec.unsignedBytes(of: encoded))
     }
 
-    init(author: PublicKey, clock: UInt64, body: RecordBody, signature: Signature, encoded: [UInt8], id: Digest32) {
+    init(author: PublicKey, clock: UInt64, body: RecordBody, signature: Signature, encoded: [UInt8], id: Digest32,
+         valuesRespelled: Bool) {
         self.author = author
         self.clock = clock
         self.body = body
         self.signature = signature
         self.encoded = encoded
         self.id = id
+        self.valuesRespelled = valuesRespelled
+    }
+}
+
+extension RecordBody {
+    /// This body with every object key of a write's values, and a file entry's storage path, in
+    /// NFC. A write's paths are NFC already (`Path`).
+    func withCanonicalKeys() -> RecordBody {
+        switch self {
+        case let .write(pairs):
+            return .write(pairs.map { WritePair(path: $0.path, value: $0.value.withCanonicalKeys()) })
+        case let .file(entry):
+            return .file(FileEntry(path: entry.path, manifest: entry.manifest))  // the initializer takes it in NFC
+        case .manifest:
+            return self
+        }
     }
 }
 

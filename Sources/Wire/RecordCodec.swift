@@ -40,8 +40,8 @@ enum RecordCodec {
         }
     }
 
-    /// Checks the rules of a write body that the type system does not: 1...maxPairs pairs, paths
-    /// strictly increasing by storage key, none an ancestor of another.
+    /// Checks the rules of a body that the type system does not: for a write, 1...maxPairs
+    /// pairs, paths strictly increasing by storage key, none an ancestor of another.
     static func validate(_ body: RecordBody) throws(RecordError) {
         switch body {
         case let .manifest(manifest):
@@ -49,25 +49,54 @@ enum RecordCodec {
         case let .file(file):
             try file.validate()
         case let .write(pairs):
-            guard !pairs.isEmpty else { throw .invalidBody("a write needs at least one pair") }
-            guard pairs.count <= RecordLimits.maxPairs else {
-                throw .invalidBody("\(pairs.count) pairs exceed the limit of \(RecordLimits.maxPairs)")
-            }
-            // A single pair (nearly every write) has no order or ancestry to check.
-            guard pairs.count > 1 else { return }
+            try validateWrite(pairs, order: .ofPaths)
+        }
+    }
+
+    /// Where the order rule of a write's paths (strictly increasing, bytewise) is checked.
+    enum PairOrder {
+        /// On the pairs' paths (NFC, as `Path` holds them): for a write about to be encoded.
+        case ofPaths
+        /// On the paths as a record spells them, already checked while decoding: the reason they
+        /// are out of order, or nil.
+        case asWritten(disorder: String?)
+    }
+
+    /// The rules of a write's pairs: 1...maxPairs of them, in order (`order`), no two paths the
+    /// same and none an ancestor of another once their keys are in NFC.
+    ///
+    /// Why a record whose paths meet only in NFC ("/k/e\u{301}" and "/k/\u{E9}/x") is refused
+    /// rather than given an order for its pairs: the pairs of one write share one write order, so
+    /// they only have a meaning as a whole if they touch disjoint subtrees; §3.4 refuses the same
+    /// clash between two keys of one object; and no writer that takes keys in NFC, as writers
+    /// must, can produce it.
+    static func validateWrite(_ pairs: [WritePair], order: PairOrder) throws(RecordError) {
+        guard !pairs.isEmpty else { throw .invalidBody("a write needs at least one pair") }
+        guard pairs.count <= RecordLimits.maxPairs else {
+            throw .invalidBody("\(pairs.count) pairs exceed the limit of \(RecordLimits.maxPairs)")
+        }
+        // A single pair (nearly every write) has no order or ancestry to check.
+        guard pairs.count > 1 else { return }
+        switch order {
+        case .ofPaths:
             for (a, b) in zip(pairs, pairs.dropFirst()) {
                 guard Array(a.path.storageKey.utf8).lexicographicallyPrecedes(Array(b.path.storageKey.utf8)) else {
                     throw .invalidBody("paths not in strictly increasing order: \(a.path) then \(b.path)")
                 }
             }
-            // Sorted bytewise, a path's descendants directly follow it, so checking neighbours is
-            // not enough only when a sibling sorts in between ("/a", "/a b", "/a/c"); check all
-            // ancestors against a set instead.
-            let paths = Set(pairs.map(\.path.storageKey))
-            for pair in pairs {
-                for ancestor in pair.path.ancestors where paths.contains(ancestor.storageKey) {
-                    throw .invalidBody("\(ancestor) is an ancestor of \(pair.path) in the same write")
-                }
+        case let .asWritten(disorder):
+            if let disorder { throw .invalidBody(disorder) }
+        }
+        // Sorted bytewise, a path's descendants directly follow it, so checking neighbours is
+        // not enough only when a sibling sorts in between ("/a", "/a b", "/a/c"); check all
+        // ancestors against a set instead. (NFC paths can also sort otherwise than as written.)
+        var paths = Set<Path>(minimumCapacity: pairs.count)
+        for pair in pairs where !paths.insert(pair.path).inserted {
+            throw .invalidBody("two paths are \(pair.path) once their keys are in NFC")
+        }
+        for pair in pairs {
+            for ancestor in pair.path.ancestors where paths.contains(ancestor) {
+                throw .invalidBody("\(ancestor) is an ancestor of \(pair.path) in the same write")
             }
         }
     }
@@ -98,29 +127,46 @@ enum RecordCodec {
             throw .invalidField("signature is not a 64-byte string")
         }
         let body: RecordBody
+        var valuesRespelled = false
         switch kind {
-        case .write: body = .write(try decodeWrite(fields[4]))
-        case .manifest: body = .manifest(try decodeManifest(fields[4]))
-        case .file: body = .file(try decodeFile(fields[4]))
+        case .write:
+            let (pairs, disorder) = try decodeWrite(fields[4], valuesRespelled: &valuesRespelled)
+            try validateWrite(pairs, order: .asWritten(disorder: disorder))
+            body = .write(pairs)
+        case .manifest:
+            body = .manifest(try decodeManifest(fields[4]))
+            try validate(body)
+        case .file:
+            body = .file(try decodeFile(fields[4]))
+            try validate(body)
         }
-        try validate(body)
         assert(id == nil || id == BLAKE2b.digest256(bytes), "the id given is not the hash of the bytes")
         return Record(author: author, clock: clock, body: body, signature: signature,
-                      encoded: bytes, id: id ?? BLAKE2b.digest256(bytes))
+                      encoded: bytes, id: id ?? BLAKE2b.digest256(bytes), valuesRespelled: valuesRespelled)
     }
 
-    static func decodeWrite(_ item: CBOR) throws(RecordError) -> [WritePair] {
+    /// The pairs of a write as the tree reads them: every key of every path and of every object
+    /// inside a value in NFC (Protocol.md §5.1), while the order rule (§3.4) is checked on the
+    /// paths as written. `valuesRespelled` is set when a value's object keys were not all NFC.
+    /// Also returns why the paths as written are out of order, if they are, for `validateWrite`.
+    static func decodeWrite(_ item: CBOR, valuesRespelled: inout Bool) throws(RecordError) -> (pairs: [WritePair], disorder: String?) {
         guard case let .array(items) = item else { throw .invalidBody("a write body is an array of pairs") }
         var pairs = [WritePair]()
         pairs.reserveCapacity(items.count)
+        var previous: String?
+        var unordered: (String, String)?  // reported once every pair has decoded, as `validate` would
         for item in items {
             guard case let .array(pair) = item, pair.count == 2, case let .text(pathText) = pair[0] else {
                 throw .invalidBody("a pair is an array of a text path and a value")
             }
+            if let previous, unordered == nil, !previous.utf8.lexicographicallyPrecedes(pathText.utf8) {
+                unordered = (previous, pathText)
+            }
+            previous = pathText
             let path: Path
             do { path = try Path(storageKey: pathText) } catch { throw .invalidPath("\(error)") }
-            pairs.append(WritePair(path: path, value: try TreeValueCodec.decode(pair[1], at: path)))
+            pairs.append(WritePair(path: path, value: try TreeValueCodec.decode(pair[1], at: path, respelled: &valuesRespelled)))
         }
-        return pairs
+        return (pairs, unordered.map { "paths not in strictly increasing order: \($0.0) then \($0.1)" })
     }
 }

@@ -2,12 +2,17 @@
 ///
 /// Why: the store keeps a protected zone's pairs as canonical CBOR, and a decoded record's
 /// values re-encode to exactly the bytes they were decoded from (the decoder and
-/// `TreeValueCodec` accept only canonical forms). Slicing those bytes out costs a short scan
-/// instead of building and encoding a CBOR tree per pair on every ingest.
+/// `TreeValueCodec` accept only canonical forms), unless the record spells a key otherwise
+/// than in NFC. Slicing those bytes out costs a short scan instead of building and encoding a
+/// CBOR tree per pair on every ingest.
 extension Record {
-    /// The encoding of each pair's value, in pair order; empty unless this is a write.
+    /// The encoding of each pair's value, in pair order; empty unless this is a write. Where the
+    /// record spells an object key otherwise than in NFC, the values are encoded afresh from the
+    /// NFC values the tree holds (`valuesRespelled`), so what is returned is always
+    /// `TreeValueCodec.encode(pair.value)`.
     public var pairValueEncodings: [ArraySlice<UInt8>] {
         guard case let .write(pairs) = body else { return [] }
+        if valuesRespelled { return pairs.map { TreeValueCodec.encode($0.value).encoded()[...] } }
         var scanner = CanonicalScanner(bytes: encoded, offset: 1)  // past the 6-item array head
         for _ in 0..<4 { scanner.skipItem() }  // version, kind, author, clock
         _ = scanner.head()  // the body's array head

@@ -33,27 +33,35 @@ public enum TreeValueCodec {
     /// Reads a tree value written at `path`, refusing anything that `encode` would not produce
     /// from a normalized value: non-text or invalid keys, empty maps, null members, arrays, byte
     /// strings, integers beyond 2^53, floats that should have been integers, and leaf paths
-    /// beyond Firebase's depth and length limits.
+    /// beyond Firebase's depth and length limits. Object keys are taken in NFC (Protocol.md
+    /// §5.1): the value is the tree's reading of the bytes, which may spell a key otherwise.
     public static func decode(_ item: CBOR, at path: Path) throws(RecordError) -> JSONValue {
-        try decode(item, at: path, allowNull: true)
+        var respelled = false
+        return try decode(item, at: path, allowNull: true, respelled: &respelled)
     }
 
-    private static func decode(_ item: CBOR, at path: Path, allowNull: Bool) throws(RecordError) -> JSONValue {
+    /// `decode(item, at: path)`, also telling whether any object key was spelled otherwise than
+    /// in NFC (then the value no longer encodes to the bytes it was read from).
+    static func decode(_ item: CBOR, at path: Path, respelled: inout Bool) throws(RecordError) -> JSONValue {
+        try decode(item, at: path, allowNull: true, respelled: &respelled)
+    }
+
+    private static func decode(_ item: CBOR, at path: Path, allowNull: Bool, respelled: inout Bool) throws(RecordError) -> JSONValue {
         guard case let .map(pairs) = item else { return try leaf(item, allowNull: allowNull) { path.description } }
         guard !pairs.isEmpty else { throw .invalidValue(path: path.description, reason: "empty object") }
         var members = [String: JSONValue](minimumCapacity: pairs.count)
         for pair in pairs {
-            guard case let .text(key) = pair.key else {
+            guard case let .text(written) = pair.key else {
                 throw .invalidValue(path: path.description, reason: "object key is not text")
             }
+            let key: String
+            do { key = try path.canonicalChildKey(written) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
+            if !respelled, !CanonicalText.isASCII(written), !key.utf8.elementsEqual(written.utf8) { respelled = true }
             let value: JSONValue
             if case .map = pair.value {
-                let child: Path
-                do { child = try path.appending(key) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
-                value = try decode(pair.value, at: child, allowNull: false)
+                value = try decode(pair.value, at: try! path.appending(key), allowNull: false, respelled: &respelled)  // checked above
             } else {
                 // Most members are leaves: their path is checked, and built only to name it in an error.
-                do { try path.validateChild(key) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
                 value = try leaf(pair.value, allowNull: false) { (try? path.appending(key))?.description ?? path.description }
             }
             // Keys that differ in bytes but are canonically equivalent are one key to a tree

@@ -41,4 +41,32 @@ struct StorageTests {
         // Paths nobody owns are everyone's.
         #expect(try Self.upload(api, "images/shared.png", Self.png).status == 200)
     }
+
+    @Test("a storage path and a data path in either Unicode spelling name one file and one key, shown in NFC")
+    func eitherSpelling() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let (nfc, nfd) = ("images/caf\u{E9}.png", "images/cafe\u{301}.png")
+        let encode = { (path: String) in path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
+        let stored = try Self.upload(api, nfc, Self.png)
+        #expect(stored.status == 200)
+        for path in [nfc, nfd] {
+            let metadata = try api.call("GET", "/v0/b/lanchat/o/\(encode(path))")
+            #expect(metadata.status == 200)
+            #expect(metadata.json?["name"]?.stringValue.map { Array($0.utf8) } == Array(nfc.utf8))
+            #expect(try api.call("GET", "/v0/b/lanchat/o/\(encode(path))?alt=media").body == Self.png)
+        }
+        let again = try Self.upload(api, nfd, Self.png)
+        #expect(again.json?["name"]?.stringValue.map { Array($0.utf8) } == Array(nfc.utf8))
+        #expect(try api.call("DELETE", "/v0/b/lanchat/o/\(encode(nfd))").status < 300)
+        #expect(try api.call("GET", "/v0/b/lanchat/o/\(encode(nfc))").status == 404)
+
+        // The REST tree: a PUT in either spelling is one key, shown in NFC.
+        #expect(try api.call("PUT", "/k/\(encode("caf\u{E9}")).json", body: "\"first\"").status == 200)
+        #expect(try api.call("PUT", "/k/\(encode("cafe\u{301}")).json", body: "\"second\"").status == 200)
+        let k = try api.call("GET", "/k.json")
+        #expect(k.body == Array("{\"caf\u{E9}\":\"second\"}".utf8))
+        let shallow = try api.call("GET", "/k.json?shallow=true")
+        #expect(shallow.body == Array("{\"caf\u{E9}\":true}".utf8))
+    }
 }

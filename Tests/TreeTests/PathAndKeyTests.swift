@@ -120,11 +120,14 @@ struct PathAndKeyTests {
         #expect(throws: TreeError.self) { try Path(storageKey: "/a/$") }
     }
 
-    @Test func comparesBytesNotCanonicalEquivalence() throws {
+    @Test func comparesNFCBytes() throws {
+        // Canonically equivalent spellings are one path, held in NFC (Protocol.md §5.1)...
         let composed = try Path("/\u{E9}")
         let decomposed = try Path("/e\u{301}")
-        #expect(composed != decomposed)
-        #expect(Set([composed, decomposed]).count == 2)
+        #expect(composed == decomposed)
+        #expect(Set([composed, decomposed]).count == 1)
+        #expect(Array(decomposed.storageKey.utf8) == [0x2F, 0xC3, 0xA9])
+        // ...and paths are ordered by those bytes, as SQLite orders the stored rows.
         #expect(try Path("/a") < Path("/a/b"))
         #expect(try Path("/a-") < Path("/a/b"), "byte order: '-' (0x2D) < '/' (0x2F)")
     }
