@@ -54,6 +54,8 @@ for n in "${HOSTS[@]}"; do
     lc "$n" init --name "${NAMES[$n]}" >"$work/h$n.id" || { failed=$((failed + 1)); echo "FAIL init h$n"; }
 done
 setup_ok=1
+# Doctor's IPv6 probes need each host's link-local address past duplicate address detection.
+for n in "${HOSTS[@]}"; do until_true 30 dad_done "$n"; done
 
 # doctor N ARGS...: runs doctor on host N; output in $work/doctor-hN.txt, status in $doctor_status.
 doctor() {
@@ -73,7 +75,7 @@ says 1 "udp dport 47777 counter packets [0-9]* bytes [0-9]* drop"
 check $? "doctor quotes the nftables rule"
 says 1 "PROBLEM  session port $PORT is not reachable at $SUBNET.1 (tb0) while a free port is"
 check $? "doctor names the firewall dropping the session port"
-if [ -n "$(ip -n "$(hostns 1)" -6 addr show dev tb0 scope link 2>/dev/null)" ]; then
+if dad_done 1; then
     says 1 "PROBLEM  a firewall drops the discovery port over IPv6: link-local multicast through tb0 comes back on a free UDP port but not on port 47777"
     check $? "doctor names the firewall dropping IPv6 beacons"
 else

@@ -145,6 +145,14 @@ add_host() {
     ip -n "$SWITCH" link set "port$1" master br0 up
 }
 
+# dad_done N: node N's veth has a link-local address that passed duplicate address detection
+# (an address still "tentative" cannot be a source, so beacons would not leave yet).
+dad_done() {
+    local out
+    out=$(ip -n "$(hostns "$1")" -6 addr show dev tb0 scope link 2>/dev/null)
+    [[ "$out" == *"inet6 fe80:"* ]] && [[ "$out" != *tentative* ]]
+}
+
 # run_setup FUNCTION: runs the script's LAN setup, or reports the failure and exits.
 run_setup() {
     echo "$LABEL: $LANCHAT, work dir $work"

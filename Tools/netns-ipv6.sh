@@ -54,13 +54,6 @@ EOF
     done
 }
 
-# dad_done N: node N's veth has a link-local address that passed duplicate address detection
-# (an address still "tentative" cannot be a source, so beacons would not leave yet).
-dad_done() {
-    local out
-    out=$(ip -n "$(hostns "$1")" -6 addr show dev tb0 scope link 2>/dev/null)
-    [[ "$out" == *"inet6 fe80:"* ]] && [[ "$out" != *tentative* ]]
-}
 
 start_node() {  # start_node N
     local n=$1
