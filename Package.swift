@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),
-        .testTarget(name: "NodeTests", dependencies: ["Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .testTarget(name: "NodeTests", dependencies: ["TestSupport", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

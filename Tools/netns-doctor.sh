@@ -20,15 +20,9 @@ NAMES=("" "Alice Smith" "Bob Jones" "Carol White")
 source Tools/netns-harness.sh "$@"
 
 setup_lan() {
-    local n ns
+    local n
     add_switch || return 1
-    for n in "${HOSTS[@]}"; do
-        ns=$(hostns "$n")
-        add_host "$n" || return 1
-        ip -n "$ns" addr add "$SUBNET.$n/24" brd + dev tb0
-        ip -n "$ns" link set tb0 up
-        ip -n "$ns" route add 224.0.0.0/4 dev tb0 2>/dev/null
-    done
+    for n in "${HOSTS[@]}"; do add_ipv4_host "$n" || return 1; done
     ip netns exec "$(hostns 1)" nft -f - <<NFT || return 1
 table inet lanchat_doctor {
     chain input {

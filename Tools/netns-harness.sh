@@ -145,6 +145,17 @@ add_host() {
     ip -n "$SWITCH" link set "port$1" master br0 up
 }
 
+# add_ipv4_host N: add_host, then tb0 up with $SUBNET.N/24 (and its broadcast address) and a
+# route for IPv4 multicast through it.
+add_ipv4_host() {
+    local ns
+    ns=$(hostns "$1")
+    add_host "$1" || return 1
+    ip -n "$ns" addr add "$SUBNET.$1/24" brd + dev tb0
+    ip -n "$ns" link set tb0 up
+    ip -n "$ns" route add 224.0.0.0/4 dev tb0
+}
+
 # dad_done N: node N's veth has a link-local address that passed duplicate address detection
 # (an address still "tentative" cannot be a source, so beacons would not leave yet).
 dad_done() {

@@ -29,10 +29,7 @@ setup_lan() {
     add_switch || return 1
     for n in "${HOSTS[@]}"; do
         ns=$(hostns "$n")
-        add_host "$n" || return 1
-        ip -n "$ns" addr add "$SUBNET.$n/24" brd + dev tb0
-        ip -n "$ns" link set tb0 up
-        ip -n "$ns" route add 224.0.0.0/4 dev tb0
+        add_ipv4_host "$n" || return 1
         # Beacons also go to the broadcast address; drop those so only multicast can discover.
         # The counters show both kinds arrived (and so that the broadcast rule had work to do).
         ip netns exec "$ns" nft -f - <<'EOF' || return 1
