@@ -337,11 +337,20 @@ final class BenchClient: @unchecked Sendable {
         return nil
     }
 
+    /// The head's Content-Length, found in the bytes. A lowercased copy searched with Foundation
+    /// cost the client about 54,000 instructions per GET response and 19,000 per echo response,
+    /// most of the echo's whole exchange, so the ceiling measured mostly the client.
     private func contentLength(_ head: ArraySlice<UInt8>) -> Int {
-        let text = String(decoding: head, as: UTF8.self).lowercased()
-        guard let range = text.range(of: "content-length:") else { return 0 }
-        let digits = text[range.upperBound...].drop { $0 == " " }.prefix { $0.isNumber }
-        return Int(digits) ?? 0
+        let name = Array("content-length:".utf8)
+        var i = head.startIndex
+        while i + name.count <= head.endIndex {
+            if zip(head[i..<(i + name.count)], name).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }) {
+                let digits = head[(i + name.count)...].drop { $0 == 0x20 }.prefix { $0 >= 0x30 && $0 <= 0x39 }
+                return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            }
+            i += 1
+        }
+        return 0
     }
 }
 
