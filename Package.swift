@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(name: "SyncTests", dependencies: ["TestSupport", "Sync", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "TransportTests", dependencies: ["TestSupport", "Transport"]),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP"]),
-        .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync"]),
+        .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),

@@ -128,15 +128,29 @@ final class EventHub {
         }
         for record in records {
             guard case let .write(pairs) = record.body else { continue }
-            for pair in pairs {
+            for changed in Self.changedPaths(pairs) {
                 for listener in listeners.values {
-                    if let relative = pair.path.relative(to: listener.path) {
-                        send("put", .object(["path": .string(relative.description), "data": value(pair.path)]), to: listener)
-                    } else if pair.path.isAncestor(of: listener.path) {
+                    if let relative = changed.relative(to: listener.path) {
+                        send("put", .object(["path": .string(relative.description), "data": value(changed)]), to: listener)
+                    } else if changed.isAncestor(of: listener.path) {
                         send("put", .object(["path": "/", "data": value(listener.path)]), to: listener)
                     }
                 }
             }
         }
+    }
+
+    /// The paths whose values a write may have changed, each once. A pair in a message stands
+    /// for the whole message: one pair can move its ownership or make it disputed (Protocol.md
+    /// §5.4), which changes the message's other fields too, so listeners get the message whole.
+    static func changedPaths(_ pairs: [WritePair]) -> [Path] {
+        var seen = Set<Path>()
+        var paths = [Path]()
+        for pair in pairs {
+            var path = pair.path
+            if case .message = Zone.of(path) { path = Zone.of(path).root }
+            if seen.insert(path).inserted { paths.append(path) }
+        }
+        return paths
     }
 }

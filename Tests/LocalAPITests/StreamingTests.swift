@@ -2,6 +2,8 @@ import Foundation
 @testable import LocalAPI
 import Testing
 import Tree
+import Crypto
+import Wire
 
 @Suite("Local API: streaming (server-sent events)")
 struct StreamingTests {
@@ -31,6 +33,29 @@ struct StreamingTests {
         let root = try api.client()
         _ = try root.openStream("/.json")
         #expect(try root.nextEvent().json == ["path": "/", "data": ["room": ["topic": "Xin chào", "n": 1]]])
+    }
+
+    @Test("a pair that makes a message disputed takes the whole message away from listeners")
+    func disputedMessageLeavesListenersWhole() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let listener = try api.client()
+        _ = try listener.openStream("/conversations/c/messages.json")
+        #expect(try listener.nextEvent().json == ["path": "/", "data": nil])
+        // A message at a key bound to nobody, as an SDK client would name it.
+        let uid = api.node.userID
+        _ = try api.call("PUT", "/conversations/c/messages/m.json", body: #"{"senderId":"\#(uid)","text":"hi"}"#)
+        #expect(try listener.nextChange().json == ["path": "/m", "data": ["senderId": .string(uid), "text": "hi"]])
+        // An edit is the message whole.
+        _ = try api.call("PUT", "/conversations/c/messages/m/text.json", body: #""hi!""#)
+        #expect(try listener.nextChange().json == ["path": "/m", "data": ["senderId": .string(uid), "text": "hi!"]])
+        // Another member claims the key from a peer: the message is disputed and shows nothing,
+        // so the listener must drop it whole, not only the field that member wrote.
+        let other = PrivateKey()
+        let claim = try Record.make(body: .write([WritePair(path: try Path("/conversations/c/messages/m/text"), value: "mine")]),
+                                    clock: 1 << 16, signer: other)
+        try api.node.write { store, _ in _ = try store.ingest([claim], nowMillis: 1_800_000_000_000) }
+        #expect(try listener.nextChange().json == ["path": "/m", "data": nil])
     }
 
     @Test func anHTTP10ClientGetsBareEventsUntilTheConnectionCloses() throws {
