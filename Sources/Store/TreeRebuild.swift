@@ -31,9 +31,7 @@ extension Store {
                 guard let record = try? Record.decode(row.blob(0), verify: false) else { return }
                 try apply(record)
             }
-            let users = try Path(segments: ["users"])
-            let profiles = try childKeys(of: users).map { uid in (uid: uid, profile: try value(at: try users.appending(uid))) }
-            try UserDirectory(db: db).rebuild(profiles)
+            try rebuildUserDirectoryFromTree()
             try db.run("DELETE FROM meta WHERE key = 'tree_rebuild'")
         }
     }

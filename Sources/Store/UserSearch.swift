@@ -114,11 +114,17 @@ extension Store {
         }
         try transaction {
             guard try db.scalarInt("SELECT value FROM meta WHERE key = 'directory_built'") == 0 else { return }
-            let users = try Path(segments: ["users"])
-            let profiles = try childKeys(of: users).map { uid in (uid: uid, profile: try value(at: try users.appending(uid))) }
-            try UserDirectory(db: db).rebuild(profiles)
+            try rebuildUserDirectoryFromTree()
         }
         directoryBuilt = true
+    }
+
+    /// Empties the users directory and fills it with every profile in the tree; call inside a
+    /// transaction.
+    func rebuildUserDirectoryFromTree() throws {
+        let users = try Path(segments: ["users"])
+        let profiles = try childKeys(of: users).map { uid in (uid: uid, profile: try value(at: try users.appending(uid))) }
+        try UserDirectory(db: db).rebuild(profiles)
     }
 }
 
