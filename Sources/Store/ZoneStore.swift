@@ -47,7 +47,7 @@ struct ZoneStore {
         }) else { return }
         let (owner, lastOrder, stored) = row
         guard author.bytes == owner else {
-            if case let .message(_, key) = zone { try claim(zone, key: key, by: author, authorID: authorID, from: owner, order: order) }
+            if case let .message(_, key) = zone { try claim(zone, key: key, by: author, authorID: authorID, from: owner) }
             return
         }
         if let lastOrder, !lastOrder.lexicographicallyPrecedes(order) {
@@ -64,10 +64,10 @@ struct ZoneStore {
     /// message key owns it whoever wrote first; a key bound to the current owner stays theirs;
     /// otherwise two authors claim a key that binds neither, and the message is disputed (owner
     /// empty, no value) for good. None of it depends on clocks or arrival order.
-    private func claim(_ zone: Zone, key: String, by author: PublicKey, authorID: String, from owner: [UInt8], order: [UInt8]) throws {
+    private func claim(_ zone: Zone, key: String, by author: PublicKey, authorID: String, from owner: [UInt8]) throws {
         let zoneKey = StoreKey.of(zone)
         if MessageKey.isBound(key, to: authorID) {
-            try db.run("UPDATE zones SET owner = ?, first_ord = ? WHERE zone = ?", [.blob(author.bytes), .blob(order), .text(zoneKey)])
+            try db.run("UPDATE zones SET owner = ? WHERE zone = ?", [.blob(author.bytes), .text(zoneKey)])
             try refold(zone)
             return
         }
@@ -89,7 +89,8 @@ struct ZoneStore {
     }
 
     /// Creates the zone's row with this pair as its first (unless it exists); returns whether it
-    /// was created.
+    /// was created. (`first_ord`, once what decided a message's owner, is only filled in: no
+    /// rule reads it since ownership is bound to the message key.)
     private func insertZone(_ zone: String, owner: [UInt8], order: [UInt8], value: ArraySlice<UInt8>?) throws -> Bool {
         let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)")
         defer { statement.reset(); statement.clearBindings() }
