@@ -147,8 +147,8 @@ final class EventHub {
         var seen = Set<Path>()
         var paths = [Path]()
         for pair in pairs {
-            var path = pair.path
-            if case .message = Zone.of(path) { path = Zone.of(path).root }
+            let zone = Zone.of(pair.path)
+            let path = if case .message = zone { zone.root } else { pair.path }
             if seen.insert(path).inserted { paths.append(path) }
         }
         return paths
