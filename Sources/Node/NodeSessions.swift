@@ -60,8 +60,8 @@ extension Node {
             serveChunks(slot)
             throttle(slot)
         }, onClose: { [self] error in
-            guard let slot = sessions.removeValue(forKey: key) else { return }
-            fetcher.peerLeft(key)
+            guard let slot = sessions[key] else { return }
+            forget(slot)
             if slot.established, let peer = slot.peer {
                 log("lost \(describe(peer)): session closed\(error.map { " (\($0))" } ?? "")")
             }
@@ -161,14 +161,22 @@ extension Node {
 
     /// Closes a session; one that broke the protocol has its peer banned (`ban`).
     func close(_ slot: SessionSlot, reason: String, misbehaved: Bool) {
-        sessions.removeValue(forKey: ObjectIdentifier(slot))
-        fetcher.peerLeft(ObjectIdentifier(slot))
+        forget(slot)
         slot.connection.close()
         if misbehaved {
             ban(slot, reason: reason)
         } else if slot.established, let peer = slot.peer {
             log("lost \(describe(peer)): \(reason)")
         }
+    }
+
+    /// Drops a session that ended, whichever way: from the sessions, from the chunk fetcher, and,
+    /// once its peer has no session left, the peer's clock lead (shown for connected peers only;
+    /// kept for gone ones, entries would pile up with every identity that ever connected).
+    private func forget(_ slot: SessionSlot) {
+        sessions.removeValue(forKey: ObjectIdentifier(slot))
+        fetcher.peerLeft(ObjectIdentifier(slot))
+        if let peer = slot.peer, !sessions.values.contains(where: { $0.peer == peer }) { clockLead.removeValue(forKey: peer) }
     }
 
     /// Starts a reconciliation round on `slot`, noting when (see `antiEntropyTick`).

@@ -37,5 +37,9 @@ struct ClockLeadTests {
         let peer = try #require(a.status().peers.first { $0.userID == b.userID })
         let lead = try #require(peer.clockLeadMillis)
         #expect(lead > Int64(ahead) - 10_000 && lead <= Int64(ahead), "lead \(lead)")
+        // Once B is gone, A keeps nothing of it: the lead of every identity that ever
+        // connected would otherwise pile up.
+        b.stop()
+        #expect(try CorruptChunkTests.eventually(20) { a.queue.sync { a.clockLead.isEmpty } }, "log A: \(logA.lines)")
     }
 }
