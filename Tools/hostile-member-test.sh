@@ -74,13 +74,17 @@ check "bob sees alice's data unchanged" "$before_bob" "$(snapshot bob)"
 check "no evil text anywhere" 0 "$("$LANCHAT" get --data "$work/bob" / | grep -c evil)"
 
 # Alice still edits and deletes her own message, and everyone sees it.
-"$LANCHAT" set --data "$work/alice" "/conversations/general/messages/$key/text" '"hello, edited"' >/dev/null
+"$LANCHAT" set --data "$work/alice" "/conversations/general/messages/$key/text" '"hello, edited"' >/dev/null 2>"$work/edit.err"
+check "alice edits her message" "0 " "$? $(cat "$work/edit.err")"
 edited() { "$LANCHAT" messages --data "$work/bob" general | grep -q "hello, edited"; }
 until_true 30 edited; check "alice's edit reaches bob" 0 $?
-"$LANCHAT" delete --data "$work/alice" "/conversations/general/messages/$key" >/dev/null
+"$LANCHAT" delete --data "$work/alice" "/conversations/general/messages/$key" >/dev/null 2>"$work/delete.err"
+check "alice deletes her message" "0 " "$? $(cat "$work/delete.err")"
 gone() { [ "$("$LANCHAT" get --data "$work/bob" "/conversations/general/messages/$key")" == "null" ]; }
 until_true 30 gone; check "alice's delete reaches bob" 0 $?
 
-if [ "$failed" -gt 0 ]; then for n in alice bob mallory; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2; done; cat "$work/import.err" >&2; fi
+if [ "$failed" -gt 0 ]; then
+    for n in alice bob; do echo "--- $n: records $(records $n), message: $("$LANCHAT" get --data "$work/$n" "/conversations/general/messages/$key")" >&2; done
+    for n in alice bob mallory; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2; done; cat "$work/import.err" >&2; fi
 echo "hostile member: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
