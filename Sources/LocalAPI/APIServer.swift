@@ -20,18 +20,23 @@ public final class APIServer: @unchecked Sendable {
     let idleTimeoutSeconds: Double
     private var idleSweep: RepeatingTimer?
 
-    /// Most simultaneous connections; more are closed at once.
-    static let maxConnections = 512
+    /// Most simultaneous connections; more are closed at once, so a local program that opens
+    /// sockets without end cannot exhaust the node's file descriptors.
+    let maxConnections: Int
+    /// The default for `maxConnections`.
+    public static let defaultMaxConnections = 512
     /// The default for `idleTimeoutSeconds`.
     public static let defaultIdleTimeoutSeconds: Double = 120
 
     public var address: SocketAddress { listener.localAddress }
 
     /// Binds `address` (loopback unless the caller allowed otherwise).
-    public init(node: Node, address: SocketAddress, token: String, idleTimeoutSeconds: Double = APIServer.defaultIdleTimeoutSeconds) throws {
+    public init(node: Node, address: SocketAddress, token: String, idleTimeoutSeconds: Double = APIServer.defaultIdleTimeoutSeconds,
+                maxConnections: Int = APIServer.defaultMaxConnections) throws {
         self.node = node
         self.token = token
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maxConnections = maxConnections
         listener = try TCPListener(bind: address, queue: node.queue)
         events = EventHub(node: node)
     }
@@ -43,7 +48,7 @@ public final class APIServer: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(node.queue))
         events.start { [self] in
             listener.start { [self] connection in
-                guard connections.count < APIServer.maxConnections else {
+                guard connections.count < maxConnections else {
                     connection.close()
                     return
                 }

@@ -23,13 +23,21 @@ enum Router {
 /// `/.lanchat/status` and `/.lanchat/peers` (what `lanchat status` shows, as JSON), and
 /// `/.lanchat/users?q=QUERY&limit=N`: the users directory, with who is live now.
 enum NodeEndpoints {
+    /// Most users one directory request returns: a page, so one request cannot make the node
+    /// encode the whole directory.
+    static let maxUsersLimit = 1000
+    /// Users returned when the request names no `limit`.
+    static let defaultUsersLimit = 20
+
     static func users(_ request: HTTPRequest, node: Node) -> HTTPResponse {
         let limit: Int
         if let text = request.queryValue("limit") {
-            guard let n = Int(text), n > 0, n <= 1000 else { return APIResponse.error(400, "limit must be an integer from 1 to 1000") }
+            guard let n = Int(text), n > 0, n <= maxUsersLimit else {
+                return APIResponse.error(400, "limit must be an integer from 1 to \(maxUsersLimit)")
+            }
             limit = n
         } else {
-            limit = 20
+            limit = defaultUsersLimit
         }
         do {
             var entries = try node.withStoreOnQueue { store, _ in

@@ -46,8 +46,11 @@ extension Node {
     }
 
     /// `config.banSeconds` for log lines: "60 s", or "0.5 s".
-    private var banDuration: String {
-        let seconds = config.banSeconds
-        return seconds == seconds.rounded() && seconds < 1e9 ? "\(Int(seconds)) s" : "\(seconds) s"
+    private var banDuration: String { Node.secondsText(config.banSeconds) }
+
+    /// A duration for log lines: whole seconds as "60 s", others as "0.75 s" (a limit turned
+    /// down below a second must not read as "0 s").
+    static func secondsText(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && seconds < 1e9 ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 }

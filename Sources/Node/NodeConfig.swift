@@ -2,6 +2,9 @@ import Dispatch
 import Transport
 
 /// How a node runs: addresses, discovery, timers and limits (Protocol.md §9 lists the limits).
+///
+/// The defaults are the protocol's; tests turn each limit down to a fraction of a second or a few
+/// bytes to show a node at and just past it (Tests/NodeTests/*KnobTests.swift).
 public struct NodeConfig: Sendable {
     /// TCP (and unicast UDP) address for sessions; port 0 picks a free port.
     public var listen: SocketAddress
@@ -26,15 +29,19 @@ public struct NodeConfig: Sendable {
     public var antiEntropyInterval: DispatchTimeInterval = .seconds(2)
     /// A session that has not finished its handshake and hello by then is closed.
     public var handshakeTimeout: DispatchTimeInterval = .seconds(10)
-    /// A session with no traffic for this long is closed.
+    /// A session with no traffic for this long is closed (checked on each anti-entropy tick, so
+    /// it closes at most one interval later).
     public var idleTimeoutSeconds: Double = 120
-    /// Most sessions at once, inbound and outbound together.
+    /// Most sessions at once, inbound and outbound together, counting those still in their
+    /// handshake; a connection past it is closed before its first byte is read.
     public var maxSessions = 64
     /// How long a peer that broke the protocol is ignored.
     public var banSeconds: Double = 60
     /// Records up to this size are also pushed as sealed datagrams to live peers.
     public var datagramRecordBytes = 1000
-    /// Bytes of referenced files (photos in messages, profile pictures) fetched without being asked.
+    /// Bytes of referenced files (photos in messages, profile pictures) fetched without being
+    /// asked, counted as whole chunks still missing, at each anti-entropy tick: a file larger than
+    /// this is fetched only when asked for.
     public var eagerFetchBytes = 256 << 20
     /// Where peer events are reported, one line each.
     public var log: @Sendable (String) -> Void = { _ in }

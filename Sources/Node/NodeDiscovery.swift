@@ -151,7 +151,7 @@ extension Node {
         let limit = 3 * config.beaconInterval.seconds
         for (author, peer) in discovered where now - peer.lastSeen > limit {
             discovered.removeValue(forKey: author)
-            log("lost \(describe(author)): no beacon for \(Int(limit)) s")
+            log("lost \(describe(author)): no beacon for \(Node.secondsText(limit))")
         }
     }
 }

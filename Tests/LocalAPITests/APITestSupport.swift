@@ -18,7 +18,8 @@ final class APIFixture: @unchecked Sendable {
     let api: APIServer
     let port: UInt16
 
-    init(idleTimeoutSeconds: Double = APIServer.defaultIdleTimeoutSeconds) throws {
+    init(idleTimeoutSeconds: Double = APIServer.defaultIdleTimeoutSeconds,
+         maxConnections: Int = APIServer.defaultMaxConnections) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-api-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var config = NodeConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0))
@@ -27,7 +28,7 @@ final class APIFixture: @unchecked Sendable {
                         network: .named("api-tests"), config: config)
         try node.start()
         api = try APIServer(node: node, address: try SocketAddress(host: "127.0.0.1", port: 0), token: APIFixture.token,
-                            idleTimeoutSeconds: idleTimeoutSeconds)
+                            idleTimeoutSeconds: idleTimeoutSeconds, maxConnections: maxConnections)
         let api = api
         node.queue.sync { api.start() }
         port = api.address.port

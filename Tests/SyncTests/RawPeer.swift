@@ -59,6 +59,12 @@ struct RawPeer {
         return out
     }
 
+    /// One Noise transport message carrying `plaintext` as it is (no session framing), with its
+    /// 2-byte length prefix.
+    mutating func sendNoise(_ plaintext: [UInt8]) throws -> [UInt8] {
+        NoiseFrame.frame(try transport!.encrypt(plaintext))
+    }
+
     /// A `hello` for this peer's identity.
     func hello() -> SessionMessage {
         .hello(author: identity.publicKey, instance: [UInt8](repeating: 9, count: 8), recordCount: 0,

@@ -1,0 +1,120 @@
+import Crypto
+import Foundation
+@testable import LocalAPI
+import Store
+import Testing
+import Tree
+
+/// The local API's limits that the README states, at the limit and one past it: connections at
+/// once, the size of one write, the users directory's page, and uploads.
+@Suite("Local API: limits", .serialized)
+struct APILimitTests {
+    static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    @Test("maxConnections connections are served at once; one more is closed, and served once a slot frees")
+    func connectionCap() throws {
+        let api = try APIFixture(maxConnections: 3)
+        defer { api.shutdown() }
+        let clients = try (0..<3).map { _ in try api.client() }
+        for client in clients {
+            try client.send(RawClient.request("GET", "/a.json"))
+            #expect(try client.readResponse().status == 200)
+        }
+        // Past the cap: accepted by the kernel, closed by the server before any request.
+        let extra = try api.client()
+        #expect(try extra.fill() == false, "a connection past the cap was kept")
+        // The others are still served on their kept-alive connections.
+        try clients[1].send(RawClient.request("GET", "/a.json"))
+        #expect(try clients[1].readResponse().status == 200)
+        // One leaves: a new connection gets its slot.
+        clients[0].close()
+        var served = false
+        let deadline = Date().addingTimeInterval(10)
+        while !served && Date() < deadline {
+            let client = try api.client()
+            try? client.send(RawClient.request("GET", "/a.json"))
+            served = (try? client.readResponse().status) == 200
+            client.close()
+            if !served { usleep(50_000) }
+        }
+        #expect(served)
+    }
+
+    @Test("a write whose record is 1,048,576 bytes is stored; one byte more is refused with 400 and stores nothing")
+    func writeSize() throws {
+        // The record of a PUT of a string at /big grows byte for byte with the string.
+        let probe = try Store(path: ":memory:")
+        let probeKey = PrivateKey()
+        func recordSize(_ length: Int) throws -> Int {
+            try probe.set(try Path("/big"), to: .string(String(repeating: "x", count: length)), signer: probeKey,
+                          nowMillis: Self.now()).encoded.count
+        }
+        let length = 100_000 + 1_048_576 - (try recordSize(100_000))
+        #expect(try recordSize(length) == 1_048_576)
+
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let atLimit = "\"" + String(repeating: "x", count: length) + "\""
+        #expect(try api.call("PUT", "/big.json?print=silent", body: atLimit).status == 204)
+        let over = "\"" + String(repeating: "y", count: length + 1) + "\""
+        let refused = try api.call("PUT", "/big.json", body: over)
+        #expect(refused.status == 400)
+        #expect(refused.text.contains("1048576"), "\(refused.text.prefix(200))")
+        #expect(try api.call("GET", "/big.json").body.count == length + 2, "the value at the limit stays")
+    }
+
+    @Test("an update of 1,000 paths is stored; 1,001 paths are refused with 400")
+    func pathsPerUpdate() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        func body(_ count: Int) -> String { "{" + (0..<count).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}" }
+        #expect(try api.call("PATCH", "/u.json?print=silent", body: body(1_000)).status == 204)
+        #expect(try api.call("GET", "/u.json?shallow=true").json?.objectValue?.count == 1_000)
+        #expect(try api.call("PATCH", "/v.json", body: body(1_001)).status == 400)
+        #expect(try api.call("GET", "/v.json").text == "null")
+    }
+
+    @Test("users: 20 by default, up to limit=1000; limit=1001 or 0 is refused with 400")
+    func usersLimit() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        for i in 0..<25 {
+            let key = PrivateKey()
+            try api.node.write { store, _ in
+                _ = try store.set(try Path("/users/\(key.publicKey.userID)"),
+                                  to: .object(["first_name": .string("User"), "last_name": .string("N\(i)")]),
+                                  signer: key, nowMillis: Self.now())
+            }
+        }
+        func count(_ query: String) throws -> Int? {
+            guard case let .array(entries)? = try api.call("GET", "/.lanchat/users\(query)").json else { return nil }
+            return entries.count
+        }
+        #expect(NodeEndpoints.defaultUsersLimit == 20 && NodeEndpoints.maxUsersLimit == 1_000)
+        #expect(try count("") == 20)
+        #expect(try count("?q=user") == 20)
+        #expect(try count("?limit=1000") == 25)
+        #expect(try count("?q=user&limit=1000") == 25)
+        #expect(try count("?limit=1") == 1)
+        for bad in ["1001", "0", "-1", "x"] {
+            let reply = try api.call("GET", "/.lanchat/users?limit=\(bad)")
+            #expect(reply.status == 400, "limit=\(bad): \(reply.text)")
+        }
+    }
+
+    @Test("an upload of 32 MiB is stored; one byte more is refused with 413")
+    func uploadSize() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let limit = Store.defaultFileLimit
+        #expect(limit == 32 << 20)
+        var bytes = StorageTests.png
+        bytes += [UInt8](repeating: 0x5A, count: limit - bytes.count)
+        let own = "\(api.node.userID)/big.png"
+        #expect(try StorageTests.upload(api, own, bytes).status == 200)
+        let over = try StorageTests.upload(api, "\(api.node.userID)/over.png", bytes + [0])
+        #expect(over.status == 413, "\(over.text)")
+        #expect(try api.node.read { try $0.fileInfo(own)?.manifest.size } == UInt64(limit))
+        #expect(try api.node.read { try $0.fileInfo("\(api.node.userID)/over.png") } == nil)
+    }
+}

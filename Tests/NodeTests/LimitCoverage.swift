@@ -1,0 +1,107 @@
+/// Every limit that Protocol.md §9 and the README state, and the tests that show each one at the
+/// limit and just past it. `LimitCoverageTests` reads both documents and fails when a limit is
+/// stated there but missing here, when an entry here names a limit the documents no longer
+/// state, or when a test named here does not exist.
+///
+/// A test is named `Directory/Type.function`: `Directory` under Tests/, the suite's type, and the
+/// `@Test` function.
+struct CoveredLimit: Sendable {
+    enum Source: Sendable, CaseIterable {
+        /// A row of the table in Protocol.md §9, named by its first cell as written.
+        case protocolTable
+        /// A phrase of the prose of Protocol.md §9 (the bans), as written.
+        case protocolProse
+        /// A row of the README's table of limits (between `<!-- limits -->` markers).
+        case readmeTable
+        /// A phrase of the README's prose that states a limit, as written.
+        case readmeProse
+    }
+
+    let source: Source
+    let limit: String
+    let tests: [String]
+
+    init(_ source: Source, _ limit: String, _ tests: [String]) {
+        self.source = source
+        self.limit = limit
+        self.tests = tests
+    }
+}
+
+enum LimitCoverage {
+    static let all: [CoveredLimit] = protocolTable + protocolProse + readme
+
+    static let protocolTable: [CoveredLimit] = [
+        .init(.protocolTable, "record size", ["WireTests/RecordAndDatagramLimitTests.recordSize", "WireTests/RecordTests.distinctErrors"]),
+        .init(.protocolTable, "pairs per write", ["WireTests/RecordAndDatagramLimitTests.pairsPerWrite", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
+        .init(.protocolTable, "datagram size", ["WireTests/RecordAndDatagramLimitTests.datagramSize"]),
+        .init(.protocolTable, "record pushed by datagram", ["NodeTests/DiscoveryKnobTests.datagramRecordSize"]),
+        .init(.protocolTable, "Noise message", ["SyncTests/SessionLimitTests.noiseMessageBytes", "SyncTests/NoiseHandshakeTests.lengths",
+                                                "SyncTests/NoiseHandshakeTests.payloadLimit", "SyncTests/NoiseTransportTests.limits"]),
+        .init(.protocolTable, "session frame", ["SyncTests/SessionLimitTests.frameBytes", "WireTests/SessionFramingTests.appendAndBounds"]),
+        .init(.protocolTable, "session message CBOR", ["WireTests/RecordLimitTests.levels", "WireTests/RecordLimitTests.items",
+                                                       "SyncTests/SessionLimitTests.recordsPerMessage"]),
+        .init(.protocolTable, "records per `records`", ["SyncTests/SessionLimitTests.recordsPerMessage", "SyncTests/SessionLimitTests.recordBatches"]),
+        .init(.protocolTable, "ids per `want`", ["SyncTests/SessionLimitTests.wantIDs", "SyncTests/RoundTests.wantAnswerCapped",
+                                                 "SyncTests/RoundTests.repeatedRangesMoveNothingTwice"]),
+        .init(.protocolTable, "output queued for a peer", ["NodeTests/QueuedOutputTests.readingStopsPastQueuedBytes"]),
+        .init(.protocolTable, "hashes per `want chunks` / `no chunks`", ["SyncTests/SessionLimitTests.chunkHashes"]),
+        .init(.protocolTable, "chunk", ["SyncTests/SessionLimitTests.chunkBytes", "StoreTests/FileStoreTests.chunkBoundaries"]),
+        .init(.protocolTable, "chunk requests in flight per peer", ["NodeTests/SyncKnobTests.chunkWindowOfANode", "SyncTests/ChunkFetcherTests.spreadAndWindow",
+                                                                   "SyncTests/ChunkFetcherTests.timeoutRequeues"]),
+        .init(.protocolTable, "chunk requests waiting to be answered for a peer", ["NodeTests/ChunkFloodTests.floodThrottled"]),
+        .init(.protocolTable, "blob", ["WireTests/RecordAndDatagramLimitTests.blobSize", "LocalAPITests/APILimitTests.uploadSize",
+                                       "StoreTests/FileStoreTests.refusals"]),
+        .init(.protocolTable, "files fetched without being asked", ["NodeTests/SyncKnobTests.eagerFetchQuota"]),
+        .init(.protocolTable, "Negentropy message", ["SyncTests/NegentropyLimitTests.sentMessageSize", "SyncTests/NegentropyLimitTests.acceptedMessageSize",
+                                                     "SyncTests/NegentropyLimitTests.acceptedRanges"]),
+        .init(.protocolTable, "Negentropy split", ["SyncTests/NegentropyLimitTests.splitAndList", "SyncTests/NegentropyEncodingTests.initialMessages"]),
+        .init(.protocolTable, "sessions per node", ["NodeTests/SessionKnobTests.sessionCap"]),
+        .init(.protocolTable, "handshake and hello", ["NodeTests/SessionKnobTests.handshakeTimeout"]),
+        .init(.protocolTable, "session idle", ["NodeTests/SessionKnobTests.idleTimeout"]),
+        .init(.protocolTable, "beacon interval / peer expiry", ["NodeTests/DiscoveryKnobTests.beaconIntervalAndExpiry"]),
+        .init(.protocolTable, "anti-entropy interval", ["NodeTests/SyncKnobTests.antiEntropyInterval"]),
+        .init(.protocolTable, "rounds per session", ["SyncTests/RoundTests.oneRoundPerSession"]),
+        .init(.protocolTable, "ids asked for in one round", ["SyncTests/RoundTests.roundAskingEnds"]),
+    ]
+
+    /// The ban paragraph: each offence in its list, the ban's length, and each bullet.
+    static let protocolProse: [CoveredLimit] = [
+        .init(.protocolProse, "a malformed or undecryptable message", ["SyncTests/PeerSessionTests.pushAndGarbage", "NodeTests/BanTests.failedHandshakeBansEndpoint"]),
+        .init(.protocolProse, "a failed handshake", ["NodeTests/BanTests.failedHandshakeBansEndpoint", "SyncTests/PeerSessionTests.wrongNetworkKey"]),
+        .init(.protocolProse, "a `hello` that does not match its keys", ["SyncTests/PeerSessionTests.wrongIdentity"]),
+        .init(.protocolProse, "an invalid record", ["NodeTests/BanTests.invalidRecordBansIdentity"]),
+        .init(.protocolProse, "a chunk that does not match its hash", ["NodeTests/CorruptChunkTests.corruptChunkRefetched"]),
+        .init(.protocolProse, "a frame above its limit", ["SyncTests/SessionLimitTests.frameBytes", "NodeTests/QueuedOutputTests.oversizedFrameBansIdentity"]),
+        .init(.protocolProse, "a malformed Negentropy message", ["SyncTests/SessionLimitTests.reconcileViolations"]),
+        .init(.protocolProse, "a `reconcile reply` with no round running", ["SyncTests/SessionLimitTests.reconcileViolations"]),
+        .init(.protocolProse, "is disconnected and banned for 60 seconds", ["NodeTests/SessionKnobTests.banLastsBanSeconds"]),
+        .init(.protocolProse, "never by its host alone", ["NodeTests/BanTests.invalidRecordBansIdentity", "NodeTests/BanTests.failedHandshakeBansEndpoint"]),
+        .init(.protocolProse, "that identity is banned", ["NodeTests/BanTests.invalidRecordBansIdentity", "NodeTests/SessionKnobTests.banLastsBanSeconds"]),
+        .init(.protocolProse, "the remote TCP endpoint, address and port, is banned", ["NodeTests/BanTests.failedHandshakeBansEndpoint", "NodeTests/BanListTests.endpointCap"]),
+        .init(.protocolProse, "A node logs each ban in one line", ["NodeTests/BanTests.invalidRecordBansIdentity", "NodeTests/BanTests.failedHandshakeBansEndpoint"]),
+    ]
+
+    static let readme: [CoveredLimit] = [
+        .init(.readmeTable, "connections at once", ["LocalAPITests/APILimitTests.connectionCap"]),
+        .init(.readmeTable, "keep-alive connection silent", ["LocalAPITests/ConnectionTests.idleConnectionsAreClosedButStreamsAndBusyOnesAreNot"]),
+        .init(.readmeTable, "request line", ["HTTPTests/LimitTests.defaultRequestLineIs8KiB", "LocalAPITests/MalformedRequestTests.oversizedHeaders"]),
+        .init(.readmeTable, "header line", ["HTTPTests/LimitTests.defaultHeaderLineIs8KiB", "LocalAPITests/MalformedRequestTests.oversizedHeaders"]),
+        .init(.readmeTable, "headers", ["HTTPTests/LimitTests.defaultTotalHeaderBytesIs32KiB", "HTTPTests/LimitTests.headerCount",
+                                        "LocalAPITests/MalformedRequestTests.oversizedHeaders"]),
+        .init(.readmeTable, "request body", ["HTTPTests/LimitTests.defaultBodyIs16MiB", "LocalAPITests/MalformedRequestTests.badContentLength"]),
+        .init(.readmeTable, "one write (`PUT`, `PATCH`, `POST`)", ["LocalAPITests/APILimitTests.writeSize", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
+        .init(.readmeTable, "users returned (`/.lanchat/users?limit=N`)", ["LocalAPITests/APILimitTests.usersLimit"]),
+        .init(.readmeTable, "file upload", ["LocalAPITests/APILimitTests.uploadSize", "StoreTests/FileStoreTests.refusals"]),
+        .init(.readmeProse, "64 KiB chunks", ["StoreTests/FileStoreTests.chunkBoundaries"]),
+        .init(.readmeProse, "the drift bound (5 minutes)", ["StoreTests/DriftBoundTests.driftBoundToTheMillisecond", "CLITests/DoctorTests.clocks"]),
+        .init(.readmeProse, "up to 512 connections at once", ["LocalAPITests/APILimitTests.connectionCap"]),
+        .init(.readmeProse, "silent for 120 s", ["LocalAPITests/ConnectionTests.idleConnectionsAreClosedButStreamsAndBusyOnesAreNot"]),
+        .init(.readmeProse, "256 KiB at a time", ["SyncTests/ChunkServingTests.servedInParts", "NodeTests/ChunkFloodTests.floodThrottled"]),
+    ]
+
+    /// Quantities in the README's prose that are not limits of a node or its API.
+    static let readmeNotLimits = [
+        "5 s in the test command",
+    ]
+}

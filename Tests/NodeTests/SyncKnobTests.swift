@@ -1,0 +1,113 @@
+import Crypto
+import Dispatch
+import Foundation
+@testable import Node
+import Store
+import Sync
+import Testing
+import Transport
+import Tree
+
+/// The reconciliation and fetching limits of Protocol.md §9 with their knobs turned down: the
+/// anti-entropy interval, and the quota of files fetched without being asked.
+@Suite("Sync limits, knobs turned down", .serialized)
+struct SyncKnobTests {
+    @Test("a node starts a round every antiEntropyInterval on the session it dialled")
+    func antiEntropyInterval() throws {
+        let source = RoundCountingSource(store: try Store(path: ":memory:"))
+        let peer = try ScriptedPeer(network: CorruptChunkTests.network, source: source)
+        defer { peer.stop() }
+        let dir = try CorruptChunkTests.tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = LogLines()
+        let interval = 0.3
+        let node = try Knobs.node(dir, peers: [peer.address], log: log) { $0.antiEntropyInterval = .milliseconds(Int(interval * 1000)) }
+        try node.start()
+        defer { node.stop() }
+        // The first two calls are the rounds both ends start when the session opens; then one
+        // round (one reconcile message: the sets are empty) per interval.
+        #expect(CorruptChunkTests.eventually(20) { source.askedAt.count >= 9 }, "log: \(log.lines)")
+        let ticks = Array(source.askedAt.dropFirst(2).prefix(7))
+        let mean = ticks.last!.timeIntervalSince(ticks.first!) / Double(ticks.count - 1)
+        #expect(mean > interval * 0.7 && mean < interval * 2, "a round every \(mean) s, the interval is \(interval) s")
+        #expect(peer.sessionsClosed == 0)
+    }
+
+    @Test("photos are fetched unasked while their missing chunks fit eagerFetchBytes; a photo one byte over waits to be asked")
+    func eagerFetchQuota() throws {
+        let dirA = try CorruptChunkTests.tempDirectory(), dirB = try CorruptChunkTests.tempDirectory(), dirC = try CorruptChunkTests.tempDirectory()
+        defer { for dir in [dirA, dirB, dirC] { try? FileManager.default.removeItem(atPath: dir) } }
+        let logA = LogLines(), logB = LogLines(), logC = LogLines()
+        let a = try Knobs.node(dirA, log: logA)
+        try a.start()
+        defer { a.stop() }
+        // Two photos in messages: one of two chunks, one of one.
+        let big = "images/big.jpg", small = "images/small.jpg"
+        let bigBytes = CorruptChunkTests.imageBytes(chunks: 1), smallBytes = CorruptChunkTests.imageBytes(chunks: 0)
+        let now = SessionKnobTests.now()
+        try a.write { store, key in
+            for (path, bytes) in [(big, bigBytes), (small, smallBytes)] {
+                try store.putFile(path, bytes: bytes, signer: key, nowMillis: now)
+                _ = try store.push(try Path("/conversations/c/messages"), value: .object([
+                    "senderId": .string(key.publicKey.userID), "photoURL": .string("gs://lanchat/\(path)"),
+                ]), signer: key, nowMillis: now)
+            }
+        }
+        let bigCost = try #require(a.read { try $0.fileInfo(big) }).manifest.chunks.count * Store.chunkSize
+        #expect(bigCost == 2 * Store.chunkSize)
+
+        // B's quota is exactly the big photo's missing chunks; C's is one byte less.
+        func receiver(_ dir: String, _ log: LogLines, quota: Int) throws -> Node {
+            try Knobs.node(dir, peers: [a.listenAddress], log: log) { config in
+                config.eagerFetchBytes = quota
+                config.antiEntropyInterval = .milliseconds(100)  // referenced files are looked for on this tick
+            }
+        }
+        let b = try receiver(dirB, logB, quota: bigCost), c = try receiver(dirC, logC, quota: bigCost - 1)
+        try b.start()
+        defer { b.stop() }
+        try c.start()
+        defer { c.stop() }
+        func complete(_ node: Node, _ path: String) throws -> Bool { try node.read { try $0.fileInfo(path)?.isComplete } == true }
+        #expect(try CorruptChunkTests.eventually(20) { try complete(b, big) && complete(b, small) }, "log B: \(logB.lines)")
+        #expect(try b.read { try $0.readFile(big) } == bigBytes)
+        #expect(try CorruptChunkTests.eventually(20) { try complete(c, small) }, "log C: \(logC.lines)")
+        // C knows the big photo but fetches none of it unasked: every tick finds it over the quota.
+        let touched = try CorruptChunkTests.eventually(1) { try c.read { try $0.fileInfo(big)?.missing.count } != 2 }
+        #expect(!touched, "C fetched part of a file over its quota")
+        #expect(try c.read { try $0.fileInfo(big)?.missing.count } == 2)
+        // Asked for, it comes.
+        #expect(c.fetchFile(big)?.missing == 2)
+        #expect(try CorruptChunkTests.eventually(20) { try complete(c, big) }, "log C: \(logC.lines)")
+        #expect(try c.read { try $0.readFile(big) } == bigBytes)
+    }
+
+    @Test("a node keeps 64 chunk requests in flight per peer, refills in batches of 32, and asks elsewhere after 10 s")
+    func chunkWindowOfANode() throws {
+        let dir = try CorruptChunkTests.tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let node = try Knobs.node(dir, log: LogLines())
+        // The scheduler exactly as the node holds it.
+        var fetcher = node.queue.sync { node.fetcher }
+        final class Peer {}
+        let slow = Peer(), other = Peer()
+        let hashes = (0..<96).map { BLAKE2b.digest256([UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)]) }
+        fetcher.want(hashes)
+        fetcher.peerJoined(ObjectIdentifier(slow))
+        let first = fetcher.schedule(now: 0).flatMap(\.hashes)
+        #expect(first.count == 64, "in flight at once: \(first.count)")
+        #expect(fetcher.schedule(now: 0).isEmpty, "a 65th request went out")
+        // Half the window answered is not yet enough to ask again; one more is.
+        for hash in first.prefix(31) { fetcher.received(hash, from: ObjectIdentifier(slow)) }
+        #expect(fetcher.schedule(now: 1).isEmpty)
+        fetcher.received(first[31], from: ObjectIdentifier(slow))
+        #expect(fetcher.schedule(now: 1).flatMap(\.hashes).count == 32)
+        // Unanswered for 10 s: asked of another peer, not before (all 96 are in flight now).
+        fetcher.peerJoined(ObjectIdentifier(other))
+        let unanswered = Set(first.suffix(32))
+        #expect(fetcher.schedule(now: 9.9).isEmpty, "re-asked before 10 s")
+        let after = fetcher.schedule(now: 10.1)
+        #expect(after.allSatisfy { $0.peer == ObjectIdentifier(other) })
+        #expect(Set(after.flatMap(\.hashes)) == unanswered, "not re-asked of the other peer after 10 s")
+    }
+}
