@@ -31,10 +31,11 @@ struct DiscoveryKnobTests {
             self.discoveryPort = discoveryPort
             listener = try UDPSocket(bind: try SocketAddress(host: "0.0.0.0", port: discoveryPort), queue: queue,
                                      reuseAddress: true, reusePort: true)
-            try listener.joinMulticast(group: try Self.group(discoveryPort), interfaceAddress: try SocketAddress(host: "127.0.0.1", port: 0))
-            try listener.setMulticastInterface(try SocketAddress(host: "127.0.0.1", port: 0))
             session = try UDPSocket(bind: try SocketAddress(host: "127.0.0.1", port: 0), queue: queue)
-            queue.sync {
+            let loopback = try SocketAddress(host: "127.0.0.1", port: 0), group = try Self.group(discoveryPort)
+            try queue.sync {
+                try listener.joinMulticast(group: group, interfaceAddress: loopback)
+                try listener.setMulticastInterface(loopback)
                 listener.start { [self] bytes, _ in
                     if case let .beacon(beacon)? = Datagram.open(bytes, key: key) { beacons[beacon.author, default: []].append(Date()) }
                 }
@@ -58,7 +59,8 @@ struct DiscoveryKnobTests {
         func beacon(count: UInt64, fingerprint: [UInt8]) throws {
             let beacon = Beacon(author: identity.publicKey, instance: instance, port: session.localAddress.port,
                                 recordCount: count, fingerprint: fingerprint)
-            try listener.send(Datagram.beacon(beacon).seal(key: key), to: try Self.group(discoveryPort))
+            let datagram = Datagram.beacon(beacon).seal(key: key), group = try Self.group(discoveryPort)
+            try queue.sync { try listener.send(datagram, to: group) }
         }
 
         func stop() { queue.sync { listener.close(); session.close() } }

@@ -92,7 +92,7 @@ enum LimitCoverage {
         .init(.readmeTable, "request body", ["HTTPTests/LimitTests.defaultBodyIs16MiB", "LocalAPITests/MalformedRequestTests.badContentLength"]),
         .init(.readmeTable, "one write (`PUT`, `PATCH`, `POST`)", ["LocalAPITests/APILimitTests.writeSize", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
         .init(.readmeTable, "users returned (`/.lanchat/users?limit=N`)", ["LocalAPITests/APILimitTests.usersLimit"]),
-        .init(.readmeTable, "file upload", ["LocalAPITests/APILimitTests.uploadSize", "StoreTests/FileStoreTests.refusals"]),
+        .init(.readmeTable, "file upload (`POST /v0/b/lanchat/o`)", ["LocalAPITests/APILimitTests.uploadSize", "StoreTests/FileStoreTests.refusals"]),
         .init(.readmeProse, "64 KiB chunks", ["StoreTests/FileStoreTests.chunkBoundaries"]),
         .init(.readmeProse, "the drift bound (5 minutes)", ["StoreTests/DriftBoundTests.driftBoundToTheMillisecond", "CLITests/DoctorTests.clocks"]),
         .init(.readmeProse, "up to 512 connections at once", ["LocalAPITests/APILimitTests.connectionCap"]),
