@@ -27,6 +27,9 @@ public struct NodeConfig: Sendable {
     /// Time between anti-entropy rounds, each with one random peer among the sessions this node
     /// dialled (only the dialler of a session starts rounds there).
     public var antiEntropyInterval: DispatchTimeInterval = .seconds(2)
+    /// Longest a session still moving records goes without a round started by this node: a round
+    /// there would find the records in flight missing and move them a second time.
+    public var maxRoundDeferral: Double = 30
     /// A session that has not finished its handshake and hello by then is closed.
     public var handshakeTimeout: DispatchTimeInterval = .seconds(10)
     /// A session with no traffic for this long is closed (checked on each anti-entropy tick, so

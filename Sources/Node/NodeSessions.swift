@@ -185,9 +185,6 @@ extension Node {
         perform(slot.machine.startRound(source: StoreSource(node: self)), on: slot)
     }
 
-    /// Longest a session moving records goes without a round started by this node.
-    static let maxRoundDeferral: Double = 30
-
     /// Every anti-entropy interval: pick up records written by other processes, reconcile with
     /// one random connected peer among the sessions this node dialled, expire lost peers, close
     /// idle sessions, redial manual peers.
@@ -197,7 +194,7 @@ extension Node {
     /// nothing by it: each of its peers runs rounds on the session it dialled, and a round moves
     /// records both ways.
     ///
-    /// A session still moving records is passed over for up to `maxRoundDeferral`: a round there
+    /// A session still moving records is passed over for up to `config.maxRoundDeferral`: a round there
     /// would find the records in flight missing and move them all a second time (during a cold
     /// sync, that doubled the records read, sent and hashed, and stalled the sender's queue
     /// reading them while the receiver ran dry).
@@ -212,7 +209,7 @@ extension Node {
         let candidates = sessions.values.filter { slot in
             let moving = slot.isMovingRecords()  // called for every session: it takes the tick's count
             return slot.outbound && slot.established && !slot.machine.isReconciling
-                && (!moving || now - slot.roundStartedAt >= Node.maxRoundDeferral)
+                && (!moving || now - slot.roundStartedAt >= config.maxRoundDeferral)
         }
         if let slot = candidates.randomElement() { startRound(on: slot, now: now) }
         expirePeers(now: now)

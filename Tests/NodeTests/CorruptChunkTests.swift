@@ -169,6 +169,7 @@ final class ScriptedPeer: @unchecked Sendable {
     private var closedCount = 0
     private var closeReasons: [String] = []
     private var roundsWithChunks = 0
+    private var pushers: [ObjectIdentifier: ([[UInt8]]) -> Void] = [:]
 
     var address: SocketAddress { listener.localAddress }
     var chunksServed: Int { queue.sync { source.served.value } }
@@ -220,6 +221,7 @@ final class ScriptedPeer: @unchecked Sendable {
             }
             if !out.isEmpty { connection.write(out) }
         }
+        pushers[key] = { records in carryOut(machine.push(records)) }
         connection.start(onRead: { [self] bytes in
             let servedBefore = source.served.value
             let wasEstablished = machine.isEstablished
@@ -235,9 +237,19 @@ final class ScriptedPeer: @unchecked Sendable {
             carryOut(actions)
         }, onClose: { [self] _ in
             connections.removeValue(forKey: key)
+            pushers.removeValue(forKey: key)
             closedCount += 1
         })
         carryOut(machine.start())
+    }
+
+    /// Runs `make` on this peer's queue and pushes the records it returns on every open session,
+    /// as a node pushes its new records.
+    func push(_ make: @escaping @Sendable () -> [[UInt8]]) {
+        queue.async { [self] in
+            let records = make()
+            for pusher in pushers.values { pusher(records) }
+        }
     }
 
     func stop() {

@@ -60,7 +60,7 @@ enum LimitCoverage {
         .init(.protocolTable, "handshake and hello", ["NodeTests/SessionKnobTests.handshakeTimeout"]),
         .init(.protocolTable, "session idle", ["NodeTests/SessionKnobTests.idleTimeout"]),
         .init(.protocolTable, "beacon interval / peer expiry", ["NodeTests/DiscoveryKnobTests.beaconIntervalAndExpiry"]),
-        .init(.protocolTable, "anti-entropy interval", ["NodeTests/SyncKnobTests.antiEntropyInterval"]),
+        .init(.protocolTable, "anti-entropy interval", ["NodeTests/SyncKnobTests.antiEntropyInterval", "NodeTests/SyncKnobTests.roundDeferral"]),
         .init(.protocolTable, "rounds per session", ["SyncTests/RoundTests.oneRoundPerSession"]),
         .init(.protocolTable, "ids asked for in one round", ["SyncTests/RoundTests.roundAskingEnds"]),
     ]

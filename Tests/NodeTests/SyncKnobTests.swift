@@ -33,6 +33,57 @@ struct SyncKnobTests {
         #expect(peer.sessionsClosed == 0)
     }
 
+    @Test("a session moving records gets a round only every maxRoundDeferral; once quiet, one every interval again")
+    func roundDeferral() throws {
+        let peerKey = PrivateKey()
+        let peerStore = UncheckedBox(try Store(path: ":memory:"))
+        let source = RoundCountingSource(store: peerStore.value)
+        let peer = try ScriptedPeer(network: CorruptChunkTests.network, identity: peerKey, source: source)
+        defer { peer.stop() }
+        let dir = try CorruptChunkTests.tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = LogLines()
+        let deferral = 1.0
+        let node = try Knobs.node(dir, peers: [peer.address], log: log) { config in
+            config.antiEntropyInterval = .milliseconds(100)
+            config.maxRoundDeferral = deferral
+        }
+        try node.start()
+        defer { node.stop() }
+        #expect(CorruptChunkTests.eventually(10) { source.askedAt.count >= 5 }, "log: \(log.lines)")
+
+        // The peer pushes a new record every 20 ms for 3 s: the session moves records at every tick.
+        let pushed = Counter()
+        let pace = DispatchQueue(label: "pushes")
+        let pushing = Date()
+        let timer = RepeatingTimer(interval: .milliseconds(20), queue: pace) {
+            guard pushed.value < 150 else { return }
+            pushed.value += 1
+            let n = pushed.value
+            peer.push {
+                [try! peerStore.value.set(try! Path("/moving/r\(n)"), to: .number(Double(n)), signer: peerKey,
+                                          nowMillis: SessionKnobTests.now()).encoded]
+            }
+        }
+        defer { timer.cancel() }
+        #expect(CorruptChunkTests.eventually(20) { pace.sync { pushed.value } == 150 })
+        let stopped = Date()
+        #expect(try CorruptChunkTests.eventually(10) { try node.read { try $0.recordCount() } == 150 }, "log: \(log.lines)")
+        // Quiet again: a round every interval.
+        #expect(CorruptChunkTests.eventually(10) { source.askedAt.filter { $0 > stopped }.count >= 8 })
+
+        // Rounds (bursts of reconcile messages) started while records moved, after the first tick.
+        var rounds = 0
+        var last = Date.distantPast
+        for time in source.askedAt where time > pushing.addingTimeInterval(0.3) && time < stopped {
+            if time.timeIntervalSince(last) > 0.05 { rounds += 1 }
+            last = time
+        }
+        let moving = stopped.timeIntervalSince(pushing) - 0.3
+        #expect(rounds >= 1, "no round at all in \(moving) s of moving records: the deferral has no end")
+        #expect(Double(rounds) <= moving / deferral + 2, "\(rounds) rounds in \(moving) s while records moved")
+    }
+
     @Test("photos are fetched unasked while their missing chunks fit eagerFetchBytes; a photo one byte over waits to be asked")
     func eagerFetchQuota() throws {
         let dirA = try CorruptChunkTests.tempDirectory(), dirB = try CorruptChunkTests.tempDirectory(), dirC = try CorruptChunkTests.tempDirectory()
