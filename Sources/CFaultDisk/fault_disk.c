@@ -205,6 +205,9 @@ static int fWrite(sqlite3_file *file, const void *buffer, int amount, sqlite3_in
         rc = SQLITE_FULL;
     } else if (fault == FAULT_DISK_WRITE_EIO) {
         rc = SQLITE_IOERR_WRITE;
+    } else if (fault == FAULT_DISK_POWER_CUT) {
+        disk.crashed = 1;
+        rc = SQLITE_IOERR_WRITE;
     } else if (fault == FAULT_DISK_TORN) {
         sqlite3_int64 prefix = amount > 1 ? (sqlite3_int64)(next_random(&disk.rng) % (uint64_t)amount) : 0;
         if (amount >= 1024) prefix &= ~(sqlite3_int64)511;
@@ -584,6 +587,9 @@ ssize_t fault_disk_pwrite(const char *path, int fd, const void *bytes, size_t co
         result = -1; saved = EIO;
     } else if (fault == FAULT_DISK_FULL) {
         result = -1; saved = ENOSPC;
+    } else if (fault == FAULT_DISK_POWER_CUT) {
+        disk.crashed = 1;
+        result = -1; saved = EIO;
     } else if (fault == FAULT_DISK_TORN) {
         size_t prefix = count > 1 ? (size_t)(next_random(&disk.rng) % count) : 0;
         if (count >= 1024) prefix &= ~(size_t)511;

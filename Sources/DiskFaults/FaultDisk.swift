@@ -33,6 +33,9 @@ public final class FaultDisk: Sendable {
         case syncFailure = 4
         /// A prefix of a write reaches the disk, then the power goes: every later write fails.
         case tornWrite = 5
+        /// The power goes just before a write: it and every later write and sync fail. Whatever
+        /// the interrupted operation wrote before is unsynced, for `powerCut` to undo or keep.
+        case powerCut = 6
 
         public var description: String {
             switch self {
@@ -41,6 +44,7 @@ public final class FaultDisk: Sendable {
             case .readError: return "EIO on read"
             case .syncFailure: return "fsync failure"
             case .tornWrite: return "torn write"
+            case .powerCut: return "power cut mid-write"
             }
         }
     }

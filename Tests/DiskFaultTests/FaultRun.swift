@@ -82,6 +82,9 @@ struct FaultRun {
     var peerClockMillis: UInt64 = 1_799_999_000_000
     var result: Result
     var step = 0
+    var chunkWriter: ChunkWriter?
+    /// Chunks stored through the chunk writer, and whether it acknowledged them.
+    var fetchedChunks: [(chunk: VerifiedChunk, acknowledged: Bool)] = []
 
     init(disk: FaultDisk, plan: Plan) {
         self.disk = disk
@@ -104,6 +107,10 @@ struct FaultRun {
 
     private mutating func execute(operations: Int) throws {
         var store: Store? = try Store(path: storePath, disk: disk.access)
+        // Where a running node stores the chunks it fetches: a connection and pack descriptor of
+        // their own, with synchronous=NORMAL (a power cut may take back its last entries, never
+        // leave an entry without its bytes).
+        chunkWriter = try store!.chunkWriter()
         // Checkpoints as a running node's background checkpointer makes them, on a connection of
         // their own and with errors ignored, but often, so that faults reach the database files.
         var checkpointer: Connection? = try Connection(path: storePath, vfs: FaultDisk.vfsName)
@@ -137,6 +144,7 @@ struct FaultRun {
         // without a clean close, and what was not synced is lost (or partly kept, torn).
         disk.crash()
         store = nil
+        chunkWriter = nil
         checkpointer = nil
         chunkCheckpointer = nil
         result.unsyncedWritesUndone = disk.powerCut(seed: plan.seed ^ 0x5EED, keepUnsyncedPercent: plan.keepUnsyncedPercent)
@@ -151,6 +159,12 @@ struct FaultRun {
         result.integrity = try reopened.integrityCheck()
         result.violations = try result.ledger.violations(in: reopened)
         result.treeMismatch = try Self.treeMismatch(reopened, now: now)
+        // A fetched chunk is held with its own bytes or not at all (then it is fetched again).
+        for (chunk, _) in fetchedChunks {
+            if let bytes = try reopened.chunk(chunk.hash), bytes != chunk.bytes {
+                result.violations.append("fetched chunk \(chunk.hash) holds other bytes")
+            }
+        }
         result.invariantsChecked = 4 + result.ledger.sets.count + result.ledger.counter.count
             + result.ledger.peerRecords.count + result.ledger.files.count
         do {
@@ -183,7 +197,8 @@ struct FaultRun {
         switch rng.next() % 20 {
         case 0..<9: setOwnPath(store)
         case 9..<12: setCounter(store)
-        case 12..<17: ingestPeerBatch(store)
+        case 12..<16: ingestPeerBatch(store)
+        case 16: storeFetchedChunks()
         default: putFile(store)
         }
         // Reads go on between writes; a read that fails must say so clearly, like a write.
@@ -228,6 +243,21 @@ struct FaultRun {
         } catch {
             noteError(error)
             for record in batch { result.ledger.peerRecords.append((record, .failed)) }
+        }
+    }
+
+    private mutating func storeFetchedChunks() {
+        var chunks = [VerifiedChunk]()
+        for _ in 0..<Int(1 + rng.next() % 3) {
+            let bytes = (0..<Store.chunkSize).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            chunks.append(VerifiedChunk(hash: BLAKE2b.digest256(bytes), bytes: bytes)!)
+        }
+        do {
+            try chunkWriter?.put(chunks)
+            fetchedChunks += chunks.map { ($0, true) }
+        } catch {
+            noteError(error)
+            fetchedChunks += chunks.map { ($0, false) }
         }
     }
 

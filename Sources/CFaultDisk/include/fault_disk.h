@@ -27,7 +27,8 @@ enum {
     FAULT_DISK_READ_EIO = 3,   /* a read: I/O error */
     FAULT_DISK_FSYNC = 4,      /* a sync: fails, nothing synced */
     FAULT_DISK_TORN = 5,       /* a write: a prefix lands, then the disk is gone */
-    FAULT_DISK_KIND_COUNT = 6
+    FAULT_DISK_POWER_CUT = 6,  /* a write: the power goes before it, the disk is gone */
+    FAULT_DISK_KIND_COUNT = 7
 };
 
 /* Classes of file, as a mask. */
