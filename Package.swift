@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),
-        .testTarget(name: "NodeTests", dependencies: ["TestSupport", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .testTarget(name: "NodeTests", dependencies: ["TestSupport", "DiskFaults", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

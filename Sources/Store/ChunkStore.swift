@@ -117,8 +117,13 @@ struct ChunkStore {
     }
 
     /// Where the chunk of `hash` lies in the pack; nil when it is not held.
+    /// A disk that fails the lookup is told as such, with the index's file.
     private func location(_ hash: Digest32) throws -> (offset: Int, length: Int)? {
-        try db.first("SELECT offset, length FROM packed WHERE hash = ?", [.blob(hash.bytes)]) { (Int($0.int64(0)), Int($0.int64(1))) }
+        do {
+            return try db.first("SELECT offset, length FROM packed WHERE hash = ?", [.blob(hash.bytes)]) { (Int($0.int64(0)), Int($0.int64(1))) }
+        } catch let error as SQLiteError {
+            throw StoreError.from(error, path: db.path)
+        }
     }
 
     func has(_ hash: Digest32) throws -> Bool {

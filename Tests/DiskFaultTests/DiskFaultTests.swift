@@ -146,6 +146,38 @@ struct DiskFaultTests {
         }
     }
 
+    @Test("an increment whose read of the current value fails is refused, never written as if the value were null")
+    func incrementOnReadError() throws {
+        try FaultDisk.exclusive { disk in
+            let directory = try Self.directory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let key = PrivateKeyFixture.key
+            let path = try Path("/n")
+            let increment = JSONValue.object([".sv": .object(["increment": .number(1)])])
+            do {
+                let store = try Store(path: directory + "/store.sqlite", disk: disk.access)
+                try store.set(path, to: .number(5), signer: key, nowMillis: 1_000)
+            }
+            // A fresh store reads its pages from the disk, not from a cache.
+            let store = try Store(path: directory + "/store.sqlite", disk: disk.access)
+            disk.arm(.readError, on: [.mainDB, .wal], sticky: true)
+            do {
+                try store.set(path, to: increment, signer: key, nowMillis: 2_000)
+                Issue.record("an increment was written although the current value could not be read")
+            } catch let error as StoreError {
+                guard case .diskFailure = error else {
+                    Issue.record("not a disk error: \(error)")
+                    return
+                }
+            }
+            #expect(disk.fired)
+            disk.disarm()
+            #expect(try store.value(at: path) == .number(5))
+            try store.set(path, to: increment, signer: key, nowMillis: 3_000)
+            #expect(try store.value(at: path) == .number(6))
+        }
+    }
+
     // MARK: The fault layer itself
 
     @Test("the power cut really loses what was not synced, and keeps what was")
