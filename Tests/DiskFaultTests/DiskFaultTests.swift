@@ -248,7 +248,7 @@ struct Tally {
     var kind: FaultDisk.Kind?
     var runs = 0, fired = 0, injected = 0, crashed = 0
     var acknowledged = 0, failedOperations = 0, reportedErrors = 0, invariants = 0
-    var recoveredInPlace = 0, recoveryTried = 0, undone = 0
+    var recoveredInPlace = 0, recoveryTried = 0, undone = 0, failedButPresent = 0
 
     mutating func add(_ result: FaultRun.Result, injected count: Int) {
         runs += 1
@@ -264,11 +264,12 @@ struct Tally {
             if recovered { recoveredInPlace += 1 }
         }
         undone += result.unsyncedWritesUndone
+        failedButPresent += result.failedButPresent
     }
 
     var line: String {
         "fault campaign | \(kind.map { "\($0)" } ?? "power cut only") | runs \(runs) | fired \(fired) | injected \(injected) | "
-            + "disk gone \(crashed) | acknowledged \(acknowledged) | failed \(failedOperations) | errors reported \(reportedErrors) | invariants checked \(invariants) | "
+            + "disk gone \(crashed) | acknowledged \(acknowledged) | failed \(failedOperations) (present after all \(failedButPresent)) | errors reported \(reportedErrors) | invariants checked \(invariants) | "
             + "wrote again in place \(recoveredInPlace)/\(recoveryTried) | unsynced writes undone \(undone)"
     }
 }

@@ -36,6 +36,22 @@ struct FaultLedger {
 
     static let counterPath = try! Path("/counter")
 
+    /// How many writes the client was told failed are there after all (allowed: SQLite reports a
+    /// commit whose sync failed as failed, yet its frames may be found in the log at the next open).
+    func failedButPresent(in store: Store) throws -> Int {
+        var count = 0
+        for (path, value, outcome) in sets where outcome == .failed {
+            if try store.value(at: path) == value { count += 1 }
+        }
+        var held = Set<Digest32>()
+        try store.forEachRecord { bytes in held.insert(try Record.decode(bytes, verify: false).id) }
+        count += peerRecords.filter { $0.outcome == .failed && held.contains($0.record.id) }.count
+        for (path, _, outcome) in files where outcome == .failed {
+            if try store.fileInfo(path) != nil { count += 1 }
+        }
+        return count
+    }
+
     /// Every way `store` breaks the promises made: an acknowledged write missing or changed, a
     /// failed one present in part or altered, anything present that was never written.
     func violations(in store: Store) throws -> [String] {

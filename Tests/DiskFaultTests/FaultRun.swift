@@ -69,6 +69,7 @@ struct FaultRun {
         var treeMismatch: String?
         var writeAfterReopen: String?
         var unsyncedWritesUndone = 0
+        var failedButPresent = 0
         var invariantsChecked = 0
     }
 
@@ -158,6 +159,7 @@ struct FaultRun {
         }
         result.integrity = try reopened.integrityCheck()
         result.violations = try result.ledger.violations(in: reopened)
+        result.failedButPresent = try result.ledger.failedButPresent(in: reopened)
         result.treeMismatch = try Self.treeMismatch(reopened, now: now)
         // A fetched chunk is held with its own bytes or not at all (then it is fetched again).
         for (chunk, _) in fetchedChunks {
