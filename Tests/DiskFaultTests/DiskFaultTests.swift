@@ -12,7 +12,7 @@ import Tree
 ///
 /// Serialized: the fault disk is one per process (`FaultDisk.exclusive` also keeps other suites
 /// out). `LANCHAT_FAULT_SEEDS=N` runs N seeds per kind instead of the default 8 (the campaign in
-/// BENCHMARKS.md ran 200).
+/// BENCHMARKS.md ran 100).
 @Suite("Disk faults", .serialized)
 struct DiskFaultTests {
     static let seeds: Int = ProcessInfo.processInfo.environment["LANCHAT_FAULT_SEEDS"].flatMap(Int.init) ?? 8
