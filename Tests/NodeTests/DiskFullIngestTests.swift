@@ -42,10 +42,20 @@ struct DiskFullIngestTests {
             #expect(try b.read { try $0.value(at: try Path("/before")) } == .number(1))
             #expect(try b.read { try $0.value(at: try Path("/during")) } == .null)
 
+            // More records while the disk is full: each batch fails again, and is not logged again.
+            for index in 0..<3 {
+                try a.write { store, key in
+                    try store.set(try Path("/during\(index)"), to: .number(Double(index)), signer: key, nowMillis: UInt64(Date().timeIntervalSince1970 * 1000))
+                }
+            }
+
             disk.disarm()
             #expect(try CorruptChunkTests.eventually(30) {
                 try b.read { try $0.value(at: try Path("/during")) } == .string("sent while B's disk is full")
+                    && b.read { try $0.value(at: try Path("/during2")) } == .number(2)
             }, "log B: \(logB.lines)")
+            #expect(CorruptChunkTests.eventually(10) { logB.lines.contains { $0.contains("the store takes records again") } }, "log B: \(logB.lines)")
+            #expect(logB.lines.filter { $0.contains("could not store records") }.count == 1, "log B: \(logB.lines)")
             #expect(try b.read { try $0.integrityCheck() } == ["ok"])
         }
     }
