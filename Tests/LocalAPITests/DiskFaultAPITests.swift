@@ -42,7 +42,7 @@ struct DiskFaultAPITests {
         }
     }
 
-    @Test("an upload onto a full pack gets 507; an I/O error on the database gets 500 naming the file; both recover")
+    @Test("an upload onto a full pack gets 507; an I/O error on the database or the pack gets 500 naming the file; all recover")
     func uploadAndIOError() throws {
         try FaultDisk.exclusive { disk in
             let fixture = try APIFixture(disk: disk.access)
@@ -66,6 +66,14 @@ struct DiskFaultAPITests {
             #expect(try fixture.call("GET", "/x.json").json == .null)
             disk.disarm()
             #expect(try fixture.call("PUT", "/x.json", body: "1").status == 200)
+
+            // The pack cannot be read: the download fails naming it, the tree is still served.
+            disk.arm(.readError, on: .pack, sticky: true)
+            let unreadable = try fixture.call("GET", "/v0/b/bucket/o/shared%2Fpic.gif?alt=media")
+            #expect(unreadable.status == 500, "\(unreadable)")
+            #expect(unreadable.json?.objectValue?["error"]?.stringValue == "disk error on \(fixture.directory)/store.chunks.pack: read: Input/output error", "\(unreadable)")
+            #expect(try fixture.call("GET", "/x.json").json == .number(1))
+            disk.disarm()
             let media = try fixture.call("GET", "/v0/b/bucket/o/shared%2Fpic.gif?alt=media")
             #expect(media.status == 200 && media.body == Array(image.utf8))
             #expect(try fixture.node.read { try $0.integrityCheck() } == ["ok"])
