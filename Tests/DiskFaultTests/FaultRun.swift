@@ -43,7 +43,7 @@ struct FaultRun {
             var rng = SplitMix64(seed: seed &* 0x9E37_79B9 &+ UInt64(kind?.rawValue ?? 0))
             let choices: [FaultDisk.Files] = [.all, .wal, .mainDB, .pack, [.wal, .pack]]
             let files = choices[Int(rng.next() % UInt64(choices.count))]
-            let after = Int(rng.next() % (kind == .readError ? 60 : 30))
+            let after = Int(rng.next() % (kind == .readError ? 20 : 30))
             let sticky = rng.next() % 3 == 0
             let keep = [0, 0, 30, 70][Int(rng.next() % 4)]
             return Plan(kind: kind, files: files, after: after, sticky: sticky, keepUnsyncedPercent: keep, seed: seed)
