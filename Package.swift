@@ -45,6 +45,10 @@ let package = Package(
         .executableTarget(name: "NoiseInterop", dependencies: ["Sync", "Crypto"]),
         // Seeded randomness and Protocol.md's vectors, for tests and benchmarks only.
         .target(name: "TestSupport"),
+        // A disk that fails on purpose (full, I/O errors, failed syncs, torn writes, power cuts):
+        // an SQLite VFS in C and the chunk pack's system calls, for tests only.
+        .target(name: "CFaultDisk", dependencies: ["CSQLite"]),
+        .target(name: "DiskFaults", dependencies: ["CFaultDisk", "Store"]),
         .target(name: "Bench", dependencies: ["TestSupport", "LocalAPI", "Node", "Sync", "Transport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
         // The invariants of the fuzz targets (Tools/fuzz), shared with their replay in `swift test`.
@@ -57,11 +61,12 @@ let package = Package(
         .testTarget(name: "SyncTests", dependencies: ["TestSupport", "Sync", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "TransportTests", dependencies: ["TestSupport", "Transport"]),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP"]),
-        .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
+        .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "DiskFaults", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
+        .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),
-        .testTarget(name: "NodeTests", dependencies: ["TestSupport", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .testTarget(name: "NodeTests", dependencies: ["TestSupport", "DiskFaults", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

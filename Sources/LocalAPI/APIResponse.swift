@@ -1,4 +1,5 @@
 import HTTP
+import Store
 import Tree
 
 /// Responses as Firebase clients expect them: JSON with a charset (Python garbles non-ASCII
@@ -13,6 +14,19 @@ enum APIResponse {
 
     static func error(_ status: Int, _ message: String) -> HTTPResponse {
         json(.object(["error": .string(message)]), status: status)
+    }
+
+    /// The answer to a failure of the node itself (its store, its disk), not of the request.
+    ///
+    /// A full disk is 507 Insufficient Storage (RFC 4918 §11.5: the server cannot store what the
+    /// request needs): firebase-admin's REST client retries 500 and 503 on its own, even a POST,
+    /// and a retry cannot succeed until someone frees space, so the client must see the error
+    /// at once. Other failures (an I/O error, a failed sync) are 500: they may be transient, and
+    /// those clients retry them a bounded number of times. Either way the body says what failed
+    /// and on which file, and the write was not acknowledged.
+    static func failure(_ error: any Error) -> HTTPResponse {
+        if let error = error as? StoreError, error.isDiskFull { return Self.error(507, "\(error)") }
+        return Self.error(500, "\(error)")
     }
 
     static func noContent(extra: [(String, String)] = []) -> HTTPResponse {

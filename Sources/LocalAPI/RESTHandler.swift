@@ -60,7 +60,7 @@ struct RESTHandler {
             return APIResponse.error(400, error.message)
         } catch {
             // A failure of the node itself (the store), not of the request.
-            return APIResponse.error(500, "\(error)")
+            return APIResponse.failure(error)
         }
     }
 

@@ -47,7 +47,7 @@ struct StorageHandler {
         } catch StoreError.permissionDenied {
             return APIResponse.error(403, "Permission denied")
         } catch {
-            return APIResponse.error(500, "\(error)")
+            return APIResponse.failure(error)
         }
     }
 

@@ -61,6 +61,9 @@ public final class Node: @unchecked Sendable {
     var verified: [(records: [Record], slot: SessionSlot, ids: [Digest32])] = []
     /// Whether a `storeVerified` is queued already.
     var storeScheduled = false
+    /// The error of the last batch of records the store refused (a full or failing disk), until
+    /// a batch is stored again: logged once, not for every batch of every round.
+    var storeFailure: String?
     /// Ids of the records received and not yet stored (being verified, or in `verified`).
     var arriving = Set<Digest32>()
     var observers: [Int: ([Record]) -> Void] = [:]

@@ -130,8 +130,19 @@ extension Node {
         do {
             report = try store.ingest(records, nowMillis: wallMillis())
         } catch {
-            log("could not store records: \(error)", level: .error)
+            // The records are not in the record set, so reconciliation offers them again: the node
+            // goes on, and stores them once the disk takes writes again. One line per failure,
+            // not one per batch of every round.
+            let failure = "\(error)"
+            if failure != storeFailure {
+                log("could not store records: \(failure) (peers offer them again until they are stored)", level: .error)
+            }
+            storeFailure = failure
             return
+        }
+        if let failure = storeFailure {
+            storeFailure = nil
+            log("the store takes records again, after: \(failure)")
         }
         guard report.added > 0 else { return }
         let added = report.addedIndices.map { records[$0] }

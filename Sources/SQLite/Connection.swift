@@ -16,6 +16,9 @@ public final class Connection {
     let handle: OpaquePointer
     /// The path this connection was opened with (":memory:" for in-memory databases).
     public let path: String
+    /// The VFS this connection was opened with; nil for SQLite's default. Another connection to
+    /// the same file (a background checkpointer) opens with the same one.
+    public let vfs: String?
     /// Statements kept compiled for reuse, keyed by SQL text.
     private var statementCache: [String: Statement] = [:]
     /// Depth of nested `transaction` calls running as savepoints, for unique names.
@@ -32,11 +35,14 @@ public final class Connection {
     ///   `isReadOnly`. `create` is ignored, a read-only open never creates a file.
     /// - `create`: when false, a missing file is an error (`isCantOpen`) instead of a new
     ///   empty database.
+    /// - `vfs`: the name of a registered SQLite VFS to reach the file through; nil (the default)
+    ///   is SQLite's default VFS, the real disk. Tests give a fault-injecting one.
+    ///   https://sqlite.org/vfs.html
     ///
     /// The file's header is read once here, so a file that is not a database fails now
     /// (`isCorrupt`, SQLITE_NOTADB) instead of at some later first query.
     /// https://sqlite.org/c3ref/open.html
-    public init(path: String, readOnly: Bool = false, create: Bool = true) throws(SQLiteError) {
+    public init(path: String, readOnly: Bool = false, create: Bool = true, vfs: String? = nil) throws(SQLiteError) {
         // NOMUTEX: single-owner use, see the type's documentation. EXRESCODE: extended
         // result codes from the very first call. https://sqlite.org/c3ref/c_open_autoproxy.html
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -47,7 +53,7 @@ public final class Connection {
             if create { flags |= SQLITE_OPEN_CREATE }
         }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(path, &db, flags, vfs)
         guard let db else {
             // Only on out-of-memory does SQLite return no handle at all.
             throw SQLiteError(code: rc == SQLITE_OK ? SQLITE_NOMEM : rc, message: "cannot allocate connection", sql: nil)
@@ -67,6 +73,7 @@ public final class Connection {
         }
         self.handle = db
         self.path = path
+        self.vfs = vfs
     }
 
     /// Opens a private, empty in-memory database: for tests and scratch work.

@@ -131,4 +131,7 @@ extension SQLiteError {
     public var isCantOpen: Bool { code == SQLITE_CANTOPEN }
     /// The disk or quota is full.
     public var isFull: Bool { code == SQLITE_FULL }
+    /// The operating system reported an I/O error (SQLITE_IOERR and its extended codes: read,
+    /// write, fsync, truncate...).
+    public var isIOError: Bool { code == SQLITE_IOERR }
 }

@@ -25,7 +25,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// alive through its hook. By default a checkpoint runs at SQLite's own threshold (1,000
     /// pages, some 4 MB of 4 KiB pages).
     init(for writer: Connection, path: String, framesPerCheckpoint: Int = 1000) throws(SQLiteError) {
-        connection = try Connection(path: path)
+        connection = try Connection(path: path, vfs: writer.vfs)
         self.framesPerCheckpoint = framesPerCheckpoint
         writer.setWALHook { [self] frames in committed(walFrames: frames) }
     }

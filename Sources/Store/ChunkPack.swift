@@ -22,6 +22,8 @@ import Glibc
 /// at the end the index records (`ChunkStore.append`).
 final class ChunkPack {
     let path: String
+    /// The system calls that write, sync and read the file (`DiskAccess.pack`).
+    private let io: any PackIO
     private let descriptor: Int32
     private var map: UnsafeMutableRawPointer?
     private var mapLength = 0
@@ -33,8 +35,9 @@ final class ChunkPack {
 
     /// Opens (creating if needed) the pack at `path`; an in-memory store (":memory:") gets an
     /// unnamed temporary file that lives as long as this instance.
-    init(path: String) throws(StoreError) {
+    init(path: String, io: any PackIO = SystemPackIO()) throws(StoreError) {
         self.path = path
+        self.io = io
         let fd: Int32
         if path == ":memory:" {
             var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/lanchat-chunks-XXXXXX").utf8CString)
@@ -66,7 +69,8 @@ final class ChunkPack {
             try piece.withUnsafeBytes { try writeFully($0, at: position) }
             position += piece.count
         }
-        guard fdatasync(descriptor) == 0 else { throw StoreError.io(path: path, reason: "sync: \(String(cString: strerror(errno)))") }
+        let synced = io.fdatasync(path: path, fd: descriptor)
+        guard synced == 0 else { throw StoreError.from(errno: -synced, path: path, doing: "sync") }
     }
 
     /// Calls `body` with the `count` bytes at `offset`, valid only during the call.
@@ -83,6 +87,8 @@ final class ChunkPack {
             throw StoreError.corrupt(path: path, reason: "a chunk lies at \(offset)..<\(end) but the file has \(knownSize) bytes")
         }
         guard count > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        let readable = io.checkRead(path: path, fd: descriptor, offset: offset, count: count)
+        guard readable == 0 else { throw StoreError.from(errno: -readable, path: path, doing: "read") }
         if end > mapLength { try remap(covering: end) }
         return try body(UnsafeRawBufferPointer(start: map! + offset, count: count))
     }
@@ -100,10 +106,10 @@ final class ChunkPack {
     private func writeFully(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StoreError) {
         var written = 0
         while written < bytes.count {
-            let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, off_t(offset + written))
+            let result = io.pwrite(path: path, fd: descriptor, UnsafeRawBufferPointer(rebasing: bytes[written...]), at: offset + written)
             if result < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, reason: String(cString: strerror(errno)))
+                if result == -Int(EINTR) { continue }
+                throw .from(errno: Int32(-result), path: path, doing: "write")
             }
             written += result
         }

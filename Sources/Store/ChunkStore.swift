@@ -103,12 +103,12 @@ struct ChunkStore {
     /// with `synchronous=FULL` (a stored file's chunks must be durable before its records are),
     /// and brings the index's schema up to date. The space the blobs took is given back once
     /// they have moved to the pack.
-    static func open(path: String) throws -> ChunkStore {
-        let db = try Connection(path: path)
+    static func open(path: String, disk: DiskAccess = .system) throws -> ChunkStore {
+        let db = try Connection(path: path, vfs: disk.vfs)
         // Takes effect only while the file is empty, before WAL mode is set.
         try db.execute("PRAGMA page_size = \(pageSize)")
         _ = try db.configureForDurability()
-        let pack = try ChunkPack(path: packPath(forIndexAt: path))
+        let pack = try ChunkPack(path: packPath(forIndexAt: path), io: disk.pack)
         let before = try db.userVersion
         _ = try migrator(pack: pack).migrate(db)
         // Best effort: the chunks are safe either way, only the space stays taken.
@@ -117,8 +117,13 @@ struct ChunkStore {
     }
 
     /// Where the chunk of `hash` lies in the pack; nil when it is not held.
+    /// A disk that fails the lookup is told as such, with the index's file.
     private func location(_ hash: Digest32) throws -> (offset: Int, length: Int)? {
-        try db.first("SELECT offset, length FROM packed WHERE hash = ?", [.blob(hash.bytes)]) { (Int($0.int64(0)), Int($0.int64(1))) }
+        do {
+            return try db.first("SELECT offset, length FROM packed WHERE hash = ?", [.blob(hash.bytes)]) { (Int($0.int64(0)), Int($0.int64(1))) }
+        } catch let error as SQLiteError {
+            throw StoreError.from(error, path: db.path)
+        }
     }
 
     func has(_ hash: Digest32) throws -> Bool {

@@ -56,7 +56,7 @@ extension Store {
                 _ = try chunkStore.append(Array(zip(hashes, chunks)))
             }
         } catch let error as SQLiteError {
-            throw StoreError.database(error)
+            throw StoreError.from(error, path: chunkPath)
         }
         return try transaction {
             let manifestRecord = try writeRecord(.manifest(manifest), signer: signer, nowMillis: nowMillis)
@@ -206,18 +206,22 @@ public final class ChunkWriter: @unchecked Sendable {
     private let checkpointer: BackgroundCheckpointer
 
     /// `path` is the chunk index (`Store.chunkPath`).
-    init(path: String) throws {
-        let db = try Connection(path: path)
+    init(path: String, disk: DiskAccess = .system) throws {
+        let db = try Connection(path: path, vfs: disk.vfs)
         try db.execute("PRAGMA synchronous = NORMAL")
-        chunks = ChunkStore(db: db, pack: try ChunkPack(path: ChunkStore.packPath(forIndexAt: path)))
+        chunks = ChunkStore(db: db, pack: try ChunkPack(path: ChunkStore.packPath(forIndexAt: path), io: disk.pack))
         checkpointer = try BackgroundCheckpointer(for: db, path: path)
     }
 
     /// Stores the chunks in one transaction (those already held are skipped).
     public func put(_ chunks: [VerifiedChunk]) throws {
         guard !chunks.isEmpty else { return }
-        try self.chunks.db.transaction(.immediate) {
-            _ = try self.chunks.append(chunks.map { ($0.hash, $0.bytes[...]) })
+        do {
+            try self.chunks.db.transaction(.immediate) {
+                _ = try self.chunks.append(chunks.map { ($0.hash, $0.bytes[...]) })
+            }
+        } catch let error as SQLiteError {
+            throw StoreError.from(error, path: self.chunks.db.path)
         }
     }
 }

@@ -10,17 +10,23 @@ extension Store {
     /// `set`: replaces the value at `path` (null deletes).
     @discardableResult
     public func set(_ path: Path, to raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
-        let value = try raw.resolvingServerValues(at: path, nowMillis: Double(nowMillis)) { (try? self.value(at: $0)) ?? .null }
+        var failedRead: (any Error)?
+        let value = try raw.resolvingServerValues(at: path, nowMillis: Double(nowMillis)) { currentValue(at: $0, failure: &failedRead) }
             .normalized()
-        return try write(splitForZones([WritePair(path: path, value: value)], author: signer.publicKey), signer: signer, nowMillis: nowMillis)
+        if let failedRead { throw failedRead }
+        return try tellingDiskErrors {
+            try write(splitForZones([WritePair(path: path, value: value)], author: signer.publicKey), signer: signer, nowMillis: nowMillis)
+        }
     }
 
     /// `update`: replaces each listed child (keys are relative paths, possibly multi-segment).
     @discardableResult
     public func update(_ path: Path, with raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
-        let children = try UpdateBatch.validateUpdate(at: path, raw, nowMillis: Double(nowMillis)) { (try? self.value(at: $0)) ?? .null }
+        var failedRead: (any Error)?
+        let children = try UpdateBatch.validateUpdate(at: path, raw, nowMillis: Double(nowMillis)) { currentValue(at: $0, failure: &failedRead) }
+        if let failedRead { throw failedRead }
         let pairs = children.map { WritePair(path: $0.0, value: $0.1) }
-        return try write(splitForZones(pairs, author: signer.publicKey), signer: signer, nowMillis: nowMillis)
+        return try tellingDiskErrors { try write(splitForZones(pairs, author: signer.publicKey), signer: signer, nowMillis: nowMillis) }
     }
 
     /// `push`: a new child under `path` named by a Firebase push id; returns the id. A new
@@ -46,6 +52,30 @@ extension Store {
         for pair in pairs { try checkPermission(pair, author: signer.publicKey) }
         let sorted = pairs.sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
         return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
+    }
+
+    /// The value at `path` for a server value (an increment) to build on. A read that fails is
+    /// kept in `failure` for the caller to throw once the pure resolver returns: taking it for
+    /// null would turn an increment into a plain write of the step when the disk hiccups.
+    func currentValue(at path: Path, failure: inout (any Error)?) -> JSONValue {
+        do {
+            return try value(at: path)
+        } catch let error as SQLiteError {
+            if failure == nil { failure = StoreError.from(error, path: self.path) }
+        } catch {
+            if failure == nil { failure = error }
+        }
+        return .null
+    }
+
+    /// Runs `body`, which reads outside a transaction too (the zones a write clears), telling an
+    /// SQLite error the way the store's transactions do: a full disk or an I/O error with the file.
+    func tellingDiskErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw StoreError.from(error, path: path)
+        }
     }
 
     /// Signs and stores one record of any kind; call inside a transaction.

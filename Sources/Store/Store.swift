@@ -25,16 +25,21 @@ public final class Store {
     /// rebuilt once at the end instead of per profile.
     var rebuildingTree = false
     public let path: String
+    /// How this store reaches the disk (`DiskAccess.system` unless a test says otherwise); the
+    /// chunk writer and the background checkpointer open their files the same way.
+    public let disk: DiskAccess
     /// Set by `checkpointInBackground`.
     private var checkpointer: BackgroundCheckpointer?
 
     /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or
-    /// power loss.
-    public init(path: String) throws(StoreError) {
+    /// power loss. `disk` is how the files are reached: the real disk unless a test gives a
+    /// failing one (a fault-injecting SQLite VFS and pack IO).
+    public init(path: String, disk: DiskAccess = .system) throws(StoreError) {
         self.path = path
+        self.disk = disk
         do {
-            db = try Connection(path: path)
+            db = try Connection(path: path, vfs: disk.vfs)
             _ = try db.configureForDurability()
             // A larger page cache and memory-mapped reads: the tree's indexes are read on every
             // write, and the default 2 MB cache sends most reads to the kernel.
@@ -46,7 +51,7 @@ public final class Store {
         // no chunk file beside it.
         let chunkPath = ChunkStore.chunkPath(forStoreAt: path)
         do {
-            chunkStore = try ChunkStore.open(path: chunkPath)
+            chunkStore = try ChunkStore.open(path: chunkPath, disk: disk)
         } catch {
             throw Self.storeError(error, path: chunkPath)
         }
@@ -82,7 +87,7 @@ public final class Store {
     private static func storeError(_ error: any Error, path: String) -> StoreError {
         if let error = error as? StoreError { return error }
         if let error = error as? SQLiteError {
-            return error.isCorrupt ? .corrupt(path: path, reason: error.message) : .database(error)
+            return error.isCorrupt ? .corrupt(path: path, reason: error.message) : .from(error, path: path)
         }
         return .corrupt(path: path, reason: "\(error)")
     }
@@ -93,7 +98,7 @@ public final class Store {
         do {
             return try db.transaction(.deferred, body)
         } catch let error as SQLiteError {
-            throw StoreError.database(error)
+            throw StoreError.from(error, path: path)
         }
     }
 
@@ -102,7 +107,7 @@ public final class Store {
         do {
             return try db.transaction(.immediate, body)
         } catch let error as SQLiteError {
-            throw StoreError.database(error)
+            throw StoreError.from(error, path: path)
         }
     }
 
@@ -117,7 +122,7 @@ public final class Store {
             guard try chunkDB.journalMode == .wal else {
                 throw StoreError.io(path: path, reason: "a chunk writer needs a store in a file (in WAL mode)")
             }
-            return try ChunkWriter(path: chunkPath)
+            return try ChunkWriter(path: chunkPath, disk: disk)
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {

@@ -1,4 +1,7 @@
 import SQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Failures of the store, each with the message a user reads.
 public enum StoreError: Error, CustomStringConvertible {
@@ -17,6 +20,12 @@ public enum StoreError: Error, CustomStringConvertible {
     case permissionDenied(path: String)
     /// The database file is not a lanchat store or is damaged.
     case corrupt(path: String, reason: String)
+    /// A write found the disk (or the user's quota) full. The write was not acknowledged; the
+    /// store stays sound and takes writes again once there is space.
+    case diskFull(path: String)
+    /// The disk reported an I/O error reading, writing or syncing `path`. The operation was not
+    /// acknowledged; the store is checked again when it is next opened.
+    case diskFailure(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -27,6 +36,34 @@ public enum StoreError: Error, CustomStringConvertible {
         case let .database(e): return "database error: \(e)"
         case let .permissionDenied(path): return "permission denied: this user may not write \(path)"
         case let .corrupt(path, reason): return "store \(path) is damaged or not a lanchat store: \(reason)"
+        case let .diskFull(path): return "disk full: could not write \(path); free some space and try again"
+        case let .diskFailure(path, reason): return "disk error on \(path): \(reason)"
+        }
+    }
+}
+
+extension StoreError {
+    /// What an SQLite error on the file at `path` is to the store's users: a full disk and an I/O
+    /// error are told as such, with the file; anything else stays a database error.
+    static func from(_ error: SQLiteError, path: String) -> StoreError {
+        if error.isFull { return .diskFull(path: path) }
+        if error.isIOError { return .diskFailure(path: path, reason: "\(error.message) (SQLite code \(error.extendedCode))") }
+        return .database(error)
+    }
+
+    /// The error of a failed system call on the file at `path` (`errno` positive): ENOSPC and
+    /// EDQUOT are a full disk, anything else a disk failure.
+    static func from(errno code: Int32, path: String, doing operation: String) -> StoreError {
+        if code == ENOSPC || code == EDQUOT { return .diskFull(path: path) }
+        return .diskFailure(path: path, reason: "\(operation): \(String(cString: strerror(code)))")
+    }
+
+    /// Whether this error says the disk is full (from the store, or from SQLite directly).
+    public var isDiskFull: Bool {
+        switch self {
+        case .diskFull: return true
+        case let .database(error): return error.isFull
+        default: return false
         }
     }
 }

@@ -4,8 +4,13 @@ import Tree
 extension Store {
     /// The value at `path`: the open zone's leaves at and below it (a range scan) with every
     /// protected zone at or below it grafted in; inside a zone, the zone's own value.
-    /// `null` when absent (including below a primitive).
+    /// `null` when absent (including below a primitive). A disk that fails the read is told as
+    /// such, with the file (`StoreError.diskFailure`).
     public func value(at path: Path) throws -> JSONValue {
+        try tellingDiskErrors { try readValue(at: path) }
+    }
+
+    private func readValue(at path: Path) throws -> JSONValue {
         let zone = Zone.of(path)
         if zone != .open {
             let relative = path.relative(to: zone.root) ?? .root

@@ -18,13 +18,14 @@ final class APIFixture: @unchecked Sendable {
     let api: APIServer
     let port: UInt16
 
+    /// `disk` is how the store reaches its files: the real disk unless a test gives a failing one.
     init(idleTimeoutSeconds: Double = APIServer.defaultIdleTimeoutSeconds,
-         maxConnections: Int = APIServer.defaultMaxConnections) throws {
+         maxConnections: Int = APIServer.defaultMaxConnections, disk: DiskAccess = .system) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-api-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var config = NodeConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0))
         config.discovery = false
-        node = try Node(store: try Store(path: directory + "/store.sqlite"), identity: PrivateKey(),
+        node = try Node(store: try Store(path: directory + "/store.sqlite", disk: disk), identity: PrivateKey(),
                         network: .named("api-tests"), config: config)
         try node.start()
         api = try APIServer(node: node, address: try SocketAddress(host: "127.0.0.1", port: 0), token: APIFixture.token,

@@ -24,6 +24,25 @@ struct FileDatabaseTests {
         #expect(try reopened.scalarInt("SELECT x FROM t") == 1)
     }
 
+    @Test("a connection opens through a named VFS, and an unknown VFS name is an error that names it")
+    func namedVFS() throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let path = dir.path("vfs.sqlite")
+        let db = try Connection(path: path, vfs: "unix")
+        #expect(db.vfs == "unix")
+        try db.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+        #expect(try Connection(path: path).vfs == nil)
+        #expect(try Connection(path: path).scalarInt("SELECT x FROM t") == 1)
+        do {
+            _ = try Connection(path: path, vfs: "no-such-vfs")
+            Issue.record("a connection opened through a VFS that does not exist")
+        } catch {
+            #expect(error.code == SQLiteError.error)
+            #expect(error.message.contains("no-such-vfs"), "\(error)")
+        }
+    }
+
     @Test func inMemoryDatabaseReportsMemoryMode() throws {
         let db = try Connection.inMemory()
         #expect(try db.configureForDurability() == .memory)
