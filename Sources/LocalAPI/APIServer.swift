@@ -241,8 +241,15 @@ final class APIConnection {
         if wantsStream {
             switch RESTHandler.treePath(request) {
             case let .path(path):
+                let query: FirebaseQuery?
+                do {
+                    query = try FirebaseQuery.parse(request.query.map { ($0.name, $0.value) })
+                } catch {
+                    send(APIResponse.error(400, "\(error)"), keepAlive: request.keepAlive)
+                    return
+                }
                 streaming = true
-                server.events.add(connection, path: path, version: request.version)
+                server.events.add(connection, path: path, query: query, version: request.version)
             case let .refused(response):
                 send(response, keepAlive: request.keepAlive)
             }
