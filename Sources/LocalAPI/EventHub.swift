@@ -1,6 +1,7 @@
 import Dispatch
 import HTTP
 import Node
+import Store
 import Transport
 import Tree
 import Wire
@@ -29,6 +30,10 @@ final class EventHub {
         /// The children last sent for a query, by key; nil while the window is not an object
         /// (nothing there, or a primitive), when every change is sent as the window whole.
         var window: Set<String>?
+        /// Events held back while the first `put` is still being written (`StreamedRead`), and
+        /// their size; nil once it is written.
+        var backlog: [[UInt8]]?
+        var backlogBytes = 0
     }
     private var observer: Int?
     private var keepAlive: RepeatingTimer?
@@ -85,12 +90,38 @@ final class EventHub {
         let chunked = version != .http1_0
         connection.write(chunked ? HTTPChunkedWriter.head(status: 200, headers: headers)
                                  : HTTPChunkedWriter.closeDelimitedHead(status: 200, headers: headers))
+        if query == nil, let snapshot = try? node.withStoreOnQueue({ store, _ in try TreeSnapshot.open(store) }),
+           (try? snapshot.isLarge(path)) == true {
+            addStreaming(connection, path: path, snapshot: snapshot, chunked: chunked)
+            return
+        }
         let value = read(path, query)
         connection.write(EventHub.frame("put", .object(["path": "/", "data": value]), chunked: chunked))
         let listener = Listener(connection: connection, path: path,
                                 maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes, chunked: chunked,
                                 query: query, window: EventHub.keys(of: value))
         listeners[ObjectIdentifier(connection)] = listener
+    }
+
+    /// Registers a listener whose first `put` is large: its data is written while it is read from
+    /// `snapshot` (taken now, with the registration, so no write falls between them), and the
+    /// events of writes made meanwhile wait in its backlog until it is written.
+    private func addStreaming(_ connection: TCPConnection, path: Path, snapshot: TreeSnapshot, chunked: Bool) {
+        let id = ObjectIdentifier(connection)
+        listeners[id] = Listener(connection: connection, path: path, maxPending: EventHub.maxPendingBytes + StreamedRead.pieceSize,
+                                 chunked: chunked, query: nil, window: nil, backlog: [])
+        let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked)
+        // The event's JSON is {"data":...,"path":"/"}: members in key order, as `frame` writes them.
+        read.send(prefix: Array("event: put\ndata: {\"data\":".utf8), suffix: Array(",\"path\":\"/\"}\n\n".utf8)) { [self] in
+            guard let listener = listeners[id], let backlog = listener.backlog else { return }
+            listeners[id]?.backlog = nil
+            listeners[id]?.backlogBytes = 0
+            for frame in backlog { connection.write(frame) }
+            if connection.pendingWriteBytes > listener.maxPending {
+                remove(connection)
+                connection.close()
+            }
+        }
     }
 
     /// How many listeners are registered; call on the node's queue.
@@ -108,9 +139,20 @@ final class EventHub {
 
     private func send(_ event: String, _ data: JSONValue, to listener: Listener) {
         let connection = listener.connection
+        let id = ObjectIdentifier(connection)
         // Closed already (too slow) while this batch of events was going out.
-        guard listeners[ObjectIdentifier(connection)] != nil else { return }
-        connection.write(EventHub.frame(event, data, chunked: listener.chunked))
+        guard let current = listeners[id] else { return }
+        let frame = EventHub.frame(event, data, chunked: listener.chunked)
+        if current.backlog != nil {
+            listeners[id]?.backlog?.append(frame)
+            listeners[id]?.backlogBytes += frame.count
+            if current.backlogBytes + frame.count > listener.maxPending {
+                remove(connection)
+                connection.close()
+            }
+            return
+        }
+        connection.write(frame)
         if connection.pendingWriteBytes > listener.maxPending {
             remove(connection)
             connection.close()

@@ -6,6 +6,30 @@ extension Store {
     /// protected zone at or below it grafted in; inside a zone, the zone's own value.
     /// `null` when absent (including below a primitive).
     public func value(at path: Path) throws -> JSONValue {
+        try TreeReader(db: db).value(at: path)
+    }
+
+    var zones: ZoneStore { ZoneStore(db: db) }
+
+    static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
+        storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The keys directly under `path`, in bytewise order, without reading their subtrees.
+    public func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
+        try TreeReader(db: db).childKeys(of: path, limit: limit, reverse: reverse)
+    }
+}
+
+/// Reads of the materialized tree over one connection: the store's own, or a snapshot's
+/// (`TreeSnapshot`), which reads the same tables on a connection of its own.
+struct TreeReader {
+    let db: Connection
+
+    var zones: ZoneStore { ZoneStore(db: db) }
+
+    /// See `Store.value(at:)`.
+    func value(at path: Path) throws -> JSONValue {
         let zone = Zone.of(path)
         if zone != .open {
             let relative = path.relative(to: zone.root) ?? .root
@@ -30,15 +54,9 @@ extension Store {
         return found ? root.value : .null
     }
 
-    var zones: ZoneStore { ZoneStore(db: db) }
-
-    static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
-        storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }
-    }
-
     /// The keys directly under `path`, in bytewise order, without reading their subtrees: skip
     /// scans over the leaves and the zones that seek past each child's range.
-    public func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
+    func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
         let zone = Zone.of(path)
         if zone != .open {
             guard case let .object(members) = try value(at: path) else { return [] }
