@@ -16,6 +16,11 @@ import Tree
 final class StreamedRead {
     /// Bytes read and written at a time.
     static let pieceSize = 1 << 17
+    /// A client that takes no piece for this long is closed: while a read is open its snapshot
+    /// holds the WAL back from checkpoints, so it must not last at a client's pleasure.
+    static let stallLimit: DispatchTimeInterval = .seconds(120)
+    /// Pieces the client has taken so far; the stall check compares it.
+    private var piecesTaken = 0
 
     private let connection: TCPConnection
     private let nodeQueue: DispatchQueue
@@ -94,8 +99,23 @@ final class StreamedRead {
                     return
                 }
                 this.write(piece)
-                this.connection.whenDrained { this.pump(source.value, suffix: suffix, finished: finished) }
+                let taken = this.piecesTaken
+                this.connection.whenDrained {
+                    this.piecesTaken += 1
+                    this.pump(source.value, suffix: suffix, finished: finished)
+                }
+                let weak = WeakReference(this)
+                this.nodeQueue.asyncAfter(deadline: .now() + StreamedRead.stallLimit) {
+                    guard let read = weak.value, read.piecesTaken == taken, !read.connection.isClosed else { return }
+                    read.connection.close()
+                }
             }
         }
     }
+}
+
+/// A reference that does not keep its object alive, to hand to a timer.
+private final class WeakReference<T: AnyObject>: @unchecked Sendable {
+    weak var value: T?
+    init(_ value: T) { self.value = value }
 }

@@ -22,7 +22,7 @@ public final class TreeSnapshot {
         db = try Connection(path: path, readOnly: true, create: false)
         // A small cache: a snapshot reads each page about once, and its memory is what a large
         // read must keep small.
-        try db.execute("PRAGMA cache_size = -4096; PRAGMA temp_store = MEMORY")
+        try db.execute("PRAGMA cache_size = -1024; PRAGMA temp_store = MEMORY")
         try db.execute("BEGIN DEFERRED")
         // The snapshot starts with the first read, not with BEGIN.
         _ = try db.scalarInt("SELECT count(*) FROM meta WHERE key = 'clock'")
