@@ -274,8 +274,9 @@ final class APIConnection {
               case let .path(path) = RESTHandler.treePath(request),
               (try? FirebaseQuery.parse(request.query.map { ($0.name, $0.value) })) == .some(nil) else { return false }
         let node = server.node
-        guard let snapshot = try? node.withStoreOnQueue({ store, _ in try TreeSnapshot.open(store) }),
-              (try? snapshot.isLarge(path)) == true else { return false }
+        // Counted on the store's own connection; only a large value opens a snapshot.
+        guard let snapshot = try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
+        else { return false }
         let chunked = request.version != .http1_0
         let keepAlive = request.keepAlive && chunked
         let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked)

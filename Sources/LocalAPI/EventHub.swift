@@ -90,8 +90,8 @@ final class EventHub {
         let chunked = version != .http1_0
         connection.write(chunked ? HTTPChunkedWriter.head(status: 200, headers: headers)
                                  : HTTPChunkedWriter.closeDelimitedHead(status: 200, headers: headers))
-        if query == nil, let snapshot = try? node.withStoreOnQueue({ store, _ in try TreeSnapshot.open(store) }),
-           (try? snapshot.isLarge(path)) == true {
+        if query == nil,
+           let snapshot = try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil }) {
             addStreaming(connection, path: path, snapshot: snapshot, chunked: chunked)
             return
         }

@@ -15,6 +15,13 @@ extension Store {
         storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Whether the value at `path` has more than `rows` leaves or zones at or below it (counted
+    /// no further than that), so that a read had better write it out a piece at a time
+    /// (`TreeSnapshot`) than build it whole. A value inside a zone is one row: never large.
+    public func isLargeValue(at path: Path, rows: Int = TreeStream.wholeReadRows) throws -> Bool {
+        try TreeReader(db: db).isLarge(path, rows: rows)
+    }
+
     /// The keys directly under `path`, in bytewise order, without reading their subtrees.
     public func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
         try TreeReader(db: db).childKeys(of: path, limit: limit, reverse: reverse)
@@ -27,6 +34,20 @@ struct TreeReader {
     let db: Connection
 
     var zones: ZoneStore { ZoneStore(db: db) }
+
+    /// See `Store.isLargeValue(at:)`.
+    func isLarge(_ path: Path, rows: Int) throws -> Bool {
+        guard Zone.of(path) == .open else { return false }
+        let key = StoreKey.of(path)
+        let (low, high) = StoreKey.descendants(key)
+        let limit = Int64(rows + 1)
+        let leaves = try db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM leaves WHERE path >= ? AND path < ? LIMIT ?)",
+                                      [.text(low), .text(high), .integer(limit)]) ?? 0
+        if leaves >= limit { return true }
+        let zones = try db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL LIMIT ?)",
+                                     [.text(low), .text(high), .integer(limit)]) ?? 0
+        return leaves + zones >= limit
+    }
 
     /// See `Store.value(at:)`.
     func value(at path: Path) throws -> JSONValue {

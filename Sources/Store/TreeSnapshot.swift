@@ -42,17 +42,10 @@ public final class TreeSnapshot {
         try TreeReader(db: db).value(at: path)
     }
 
-    /// Whether the value at `path` is large enough to be written out a piece at a time: more
-    /// than `rows` leaves or zones at or below it (counted no further than that).
+    /// Whether the value at `path` is large enough to be written out a piece at a time
+    /// (`Store.isLargeValue(at:)`), in the snapshot.
     public func isLarge(_ path: Path, rows: Int = TreeStream.wholeReadRows) throws -> Bool {
-        guard Zone.of(path) == .open else { return false }
-        let key = StoreKey.of(path)
-        let (low, high) = StoreKey.descendants(key)
-        let leaves = try db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM leaves WHERE path = ? OR (path >= ? AND path < ?) LIMIT ?)",
-                                      [.text(key), .text(low), .text(high), .integer(Int64(rows + 1))]) ?? 0
-        let zones = try db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL LIMIT ?)",
-                                     [.text(low), .text(high), .integer(Int64(rows + 1))]) ?? 0
-        return leaves + zones > rows
+        try TreeReader(db: db).isLarge(path, rows: rows)
     }
 
     /// The value at `path` as compact JSON (`JSONValue.serialized()`, byte for byte), produced a
@@ -162,14 +155,6 @@ public final class TreeStream {
     }
 
     private func isLarge(_ path: Path) throws -> Bool {
-        let key = StoreKey.of(path)
-        let (low, high) = StoreKey.descendants(key)
-        let limit = Int64(wholeReadRows + 1)
-        let leaves = try reader.db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM leaves WHERE path >= ? AND path < ? LIMIT ?)",
-                                             [.text(low), .text(high), .integer(limit)]) ?? 0
-        if leaves >= limit { return true }
-        let zones = try reader.db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL LIMIT ?)",
-                                            [.text(low), .text(high), .integer(limit)]) ?? 0
-        return leaves + zones >= limit
+        try reader.isLarge(path, rows: wholeReadRows)
     }
 }
