@@ -279,7 +279,10 @@ final class APIConnection {
         else { return false }
         let chunked = request.version != .http1_0
         let keepAlive = request.keepAlive && chunked
-        let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked)
+        guard let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked) else {
+            send(StreamedRead.refusal(), keepAlive: request.keepAlive)
+            return true
+        }
         sendingBody = true
         connection.pauseReading()
         let finish = { [self] in

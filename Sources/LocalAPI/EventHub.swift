@@ -82,6 +82,19 @@ final class EventHub {
     /// no write can fall between the snapshot and the registration.
     func add(_ connection: TCPConnection, path: Path, query: FirebaseQuery? = nil, version: HTTPVersion) {
         dispatchPrecondition(condition: .onQueue(node.queue))
+        let snapshot = query != nil ? nil
+            : try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
+        var read: StreamedRead?
+        if let snapshot {
+            read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: version != .http1_0)
+            guard read != nil else {
+                var refusal = StreamedRead.refusal()
+                refusal.headers.append(("Connection", "close"))
+                connection.write(refusal.serialized())
+                connection.shutdownAfterWrites()
+                return
+            }
+        }
         let headers = [
             ("Content-Type", "text/event-stream; charset=utf-8"),
             ("Cache-Control", "no-cache"),
@@ -90,12 +103,11 @@ final class EventHub {
         let chunked = version != .http1_0
         connection.write(chunked ? HTTPChunkedWriter.head(status: 200, headers: headers)
                                  : HTTPChunkedWriter.closeDelimitedHead(status: 200, headers: headers))
-        if query == nil,
-           let snapshot = try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil }) {
-            addStreaming(connection, path: path, snapshot: snapshot, chunked: chunked)
+        if let read {
+            addStreaming(connection, path: path, read: read, chunked: chunked)
             return
         }
-        let value = read(path, query)
+        let value = self.read(path, query)
         connection.write(EventHub.frame("put", .object(["path": "/", "data": value]), chunked: chunked))
         let listener = Listener(connection: connection, path: path,
                                 maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes, chunked: chunked,
@@ -103,14 +115,13 @@ final class EventHub {
         listeners[ObjectIdentifier(connection)] = listener
     }
 
-    /// Registers a listener whose first `put` is large: its data is written while it is read from
-    /// `snapshot` (taken now, with the registration, so no write falls between them), and the
+    /// Registers a listener whose first `put` is large: its data is written while it is read
+    /// (`read`, from a snapshot taken now, with the registration, so no write falls between them), and the
     /// events of writes made meanwhile wait in its backlog until it is written.
-    private func addStreaming(_ connection: TCPConnection, path: Path, snapshot: TreeSnapshot, chunked: Bool) {
+    private func addStreaming(_ connection: TCPConnection, path: Path, read: StreamedRead, chunked: Bool) {
         let id = ObjectIdentifier(connection)
         listeners[id] = Listener(connection: connection, path: path, maxPending: EventHub.maxPendingBytes + StreamedRead.pieceSize,
                                  chunked: chunked, query: nil, window: nil, backlog: [])
-        let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked)
         // The event's JSON is {"data":...,"path":"/"}: members in key order, as `frame` writes them.
         read.send(prefix: Array("event: put\ndata: {\"data\":".utf8), suffix: Array(",\"path\":\"/\"}\n\n".utf8)) { [self] in
             guard let listener = listeners[id], let backlog = listener.backlog else { return }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import HTTP
 import Store
 import Transport
@@ -30,14 +31,29 @@ final class StreamedRead {
     private let path: Path
     private let chunked: Bool
 
+    /// Reads open at once in this process, at most `maxOpen`: each holds a snapshot (a
+    /// connection, its cache, the WAL) and a piece or two, so a client opening hundreds of large
+    /// reads at once gets 429 for those beyond the limit rather than making the node hold them all.
+    static let maxOpen = 32
+    static let open = ReadCount()
+
     /// A read of `path` in `snapshot`, to be written to `connection` (whose queue is
-    /// `nodeQueue`), each piece as an HTTP chunk when `chunked`.
-    init(connection: TCPConnection, nodeQueue: DispatchQueue, snapshot: TreeSnapshot, path: Path, chunked: Bool) {
+    /// `nodeQueue`), each piece as an HTTP chunk when `chunked`; nil when `maxOpen` reads are
+    /// open already.
+    init?(connection: TCPConnection, nodeQueue: DispatchQueue, snapshot: TreeSnapshot, path: Path, chunked: Bool) {
+        guard StreamedRead.open.acquire(limit: StreamedRead.maxOpen) else { return nil }
         self.connection = connection
         self.nodeQueue = nodeQueue
         self.snapshot = snapshot
         self.path = path
         self.chunked = chunked
+    }
+
+    deinit { StreamedRead.open.release() }
+
+    /// The response to a large read refused because `maxOpen` reads are open.
+    static func refusal() -> HTTPResponse {
+        APIResponse.error(429, "Too many large reads at once; try again when one has finished")
     }
 
     /// Works out the value's ETag with a first pass over the snapshot (nothing kept but the
@@ -118,4 +134,24 @@ final class StreamedRead {
 private final class WeakReference<T: AnyObject>: @unchecked Sendable {
     weak var value: T?
     init(_ value: T) { self.value = value }
+}
+
+/// A count shared by every queue, for `StreamedRead.open`.
+final class ReadCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func acquire(limit: Int) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard count < limit else { return false }
+        count += 1
+        return true
+    }
+
+    func release() {
+        lock.lock()
+        count -= 1
+        lock.unlock()
+    }
 }

@@ -10,17 +10,6 @@ import Tree
 /// request was answered.
 @Suite("Local API: large reads", .serialized)
 struct LargeReadTests {
-    /// The process's anonymous resident memory (heap, not file pages such as the store's
-    /// memory map), in bytes.
-    static func anonymousMemory() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") {
-            let digits = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-            return digits * 1024
-        }
-        return 0
-    }
-
     static let groups = 56
     static let perGroup = 90
     /// Items of 10 KB: few rows, so that filling the store stays quick, and about 50 MB in all.
@@ -31,17 +20,6 @@ struct LargeReadTests {
 
     static func groupKey(_ group: Int) -> String { String(format: "g%03d", group) }
     static func itemKey(_ item: Int) -> String { String(format: "k%03d", item) }
-
-    /// Writes the large location `/big`, one record per group.
-    static func fill(_ api: APIFixture) throws {
-        for group in 0..<groups {
-            var members: [String: JSONValue] = [:]
-            for item in 0..<perGroup { members[itemKey(item)] = .string(text(group, item)) }
-            _ = try api.node.write { store, key in
-                try store.set(try Path("/big/" + groupKey(group)), to: .object(members), signer: key, nowMillis: 1_700_000_000_000)
-            }
-        }
-    }
 
     /// The JSON text of one group as `/big` must read, the group's key and a comma before it
     /// (none before the first), and the closing brace after the last (keys and text are plain
@@ -130,14 +108,70 @@ struct LargeReadTests {
         }
     }
 
+    /// The anonymous resident memory of process `pid`, in bytes (nil when it cannot be read).
+    static func anonymousMemory(of pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") {
+            return (line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) * 1024
+        }
+        return nil
+    }
+
+    /// The `lanchat` executable built beside this test bundle.
+    static var executable: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("lanchat").path
+    }
+
+    static func runToEnd(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+    }
+
     @Test("a GET of a large location streams it, exactly, with the node's memory bounded by a constant")
     func largeGetStreams() throws {
-        let api = try APIFixture()
-        defer { api.shutdown() }
-        try Self.fill(api)
+        // A node of its own (the real executable), so that its memory is measured alone.
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable), "no lanchat executable at \(Self.executable)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-large-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.runToEnd(["init", "--data", directory + "/n", "--name", "Large"])
+        let node = Process()
+        node.executableURL = URL(fileURLWithPath: Self.executable)
+        node.arguments = ["run", "--data", directory + "/n", "--no-discovery", "--listen", "127.0.0.1:0", "--api-token", APIFixture.token]
+        node.standardError = FileHandle.nullDevice
+        try node.run()
+        defer {
+            node.terminate()
+            node.waitUntilExit()
+        }
+        var port: UInt16?
+        let deadline = Date().addingTimeInterval(30)
+        while port == nil, Date() < deadline {
+            if let data = FileManager.default.contents(atPath: directory + "/n/node.json"),
+               case let .string(api)? = (try? JSONValue.parse(String(decoding: data, as: UTF8.self)))?.objectValue?["api"],
+               let last = api.split(separator: ":").last {
+                port = UInt16(last)
+            } else {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        let apiPort = try #require(port, "the node did not start")
+        let writer = try RawClient(port: apiPort)
+        for group in 0..<Self.groups {
+            var body = Self.expected(group: group)
+            body.removeFirst((group == 0 ? "{" : ",").utf8.count + "\"\(Self.groupKey(group))\":".utf8.count)
+            if group == Self.groups - 1 { body.removeLast() }
+            try writer.send(RawClient.request("PUT", "/big/\(Self.groupKey(group)).json?print=silent", body: String(decoding: body, as: UTF8.self)))
+            #expect(try writer.readResponse().status == 204)
+        }
 
-        let client = try api.client()
-        let baseline = Self.anonymousMemory()
+        let client = try RawClient(port: apiPort)
+        let pid = node.processIdentifier
+        let baseline = try #require(Self.anonymousMemory(of: pid))
         try client.send(RawClient.request("GET", "/big.json"))
         var reader = ChunkedReader()
         var expected = ExpectedText()
@@ -155,19 +189,19 @@ struct LargeReadTests {
             sinceSample += count
             if sinceSample > 1 << 20 {
                 sinceSample = 0
-                peak = max(peak, Self.anonymousMemory())
+                peak = max(peak, Self.anonymousMemory(of: pid) ?? 0)
             }
         }
-        let after = Self.anonymousMemory()
+        let after = Self.anonymousMemory(of: pid) ?? 0
         #expect(reader.ended)
         #expect(reader.head.lowercased().contains("transfer-encoding: chunked"))
         #expect(expected.complete, "the body differs from the value after \(expected.matched) bytes")
         #expect(received > 50_000_000)
-        // Reading the location whole would hold it several times over (values, text, the
-        // response): well over 150 MB here. Streamed, a few pieces.
-        let bound = 32 << 20
-        #expect(peak - baseline < bound, "anonymous memory rose by \((peak - baseline) >> 20) MB while \(received >> 20) MB were read")
-        #expect(after - baseline < bound, "anonymous memory stayed \((after - baseline) >> 20) MB above where it was")
+        // Reading the location whole holds it several times over (values, text, the response):
+        // some 100 MB more here, and most of it stays. Streamed, a few pieces.
+        let bound = 16 << 20
+        #expect(peak - baseline < bound, "the node's anonymous memory rose by \((peak - baseline) >> 20) MB while \(received >> 20) MB were read")
+        #expect(after - baseline < bound, "the node's anonymous memory stayed \((after - baseline) >> 20) MB above where it was")
 
         // The connection serves the next request as usual.
         try client.send(RawClient.request("GET", "/big/g000/k001.json"))
@@ -222,5 +256,52 @@ struct LargeReadTests {
         #expect(first.data == JSONValue.object(["path": "/", "data": whole]).serialized())
         #expect(listener.streamChunks.count > 1, "the first put came in one piece")
         #expect(try listener.nextChange().json == ["path": "/k5/n", "data": -5])
+    }
+
+    @Test("large reads open at once are bounded: beyond the limit a client gets 429, and a read that ends frees its place")
+    func openReadsAreBounded() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        // About 10 MB in 5,000 rows: more than a client that does not read, and the kernel's
+        // buffers, can take, so each read stays open.
+        for group in 0..<10 {
+            var members: [String: JSONValue] = [:]
+            for item in 0..<500 { members[Self.itemKey(item)] = .string(String(repeating: "x", count: 2_000)) }
+            _ = try api.node.write { store, key in
+                try store.set(try Path("/many/" + Self.groupKey(group)), to: .object(members), signer: key, nowMillis: 1_700_000_000_000)
+            }
+        }
+        // Reads of other tests in this process may hold a few places meanwhile.
+        var idle: [RawClient] = []
+        var refusedClient: RawClient?
+        for _ in 0..<(StreamedRead.maxOpen + 4) {
+            let client = try api.client(receiveBuffer: 4096)
+            try client.send(RawClient.request("GET", "/many.json"))
+            let (status, headers) = try client.readHead()
+            if status == 429 {
+                #expect(try client.readBody(status: status, headers: headers).json?.objectValue?["error"] != nil)
+                refusedClient = client
+                break
+            }
+            #expect(status == 200)
+            idle.append(client)
+        }
+        #expect(idle.count <= StreamedRead.maxOpen && idle.count >= StreamedRead.maxOpen - 4)
+        let refused = try #require(refusedClient, "no read was refused")
+        // Small reads are not affected.
+        try refused.send(RawClient.request("GET", "/many/g000/k000.json"))
+        #expect(try refused.readResponse().status == 200)
+        // Clients that go away free their reads.
+        for client in idle { client.close() }
+        let deadline = Date().addingTimeInterval(10)
+        var status = 0
+        while Date() < deadline {
+            let again = try api.client()
+            try again.send(RawClient.request("GET", "/many.json", headers: [("Connection", "close")]))
+            status = try again.readHead().status
+            if status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(status == 200)
     }
 }
