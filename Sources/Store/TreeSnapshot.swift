@@ -5,7 +5,8 @@ import Tree
 /// transaction, so that a large read can be written out a piece at a time while the store's own
 /// connection goes on applying writes (SQLite's WAL keeps the snapshot's pages until it ends).
 ///
-/// Confined to the thread of the store it was opened from, like the store. Close it (or let it
+/// Used by one thread at a time, like the store: opened on the store's (so that it is taken at a
+/// known point among the store's writes), then handed to whoever reads it. Close it (or let it
 /// go) as soon as the read is done: while it is open, checkpoints cannot pass it and the WAL grows.
 public final class TreeSnapshot {
     let db: Connection
@@ -30,7 +31,7 @@ public final class TreeSnapshot {
 
     deinit { close() }
 
-    /// Ends the read transaction and closes the connection's statements' hold on the snapshot.
+    /// Ends the read transaction, letting checkpoints pass the snapshot's point again.
     public func close() {
         guard open else { return }
         open = false

@@ -24,8 +24,7 @@ struct ZoneOrders {
 
     static let maxOrdersPerList = 8
 
-    /// The zone list a path is, with the store key `zone_order_rows` are filed under; nil for
-    /// any other location.
+    /// Whether `path` is a zone list: `/users` or `/conversations/$cid/messages`.
     static func isZoneList(_ path: Path) -> Bool {
         let segments = path.segments
         return (segments.count == 1 && segments[0] == "users") || Zone.isMessageList(segments)
