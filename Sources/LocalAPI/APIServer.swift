@@ -2,6 +2,7 @@ import Crypto
 import Dispatch
 import HTTP
 import Node
+import Store
 import Transport
 import Tree
 
@@ -126,6 +127,9 @@ final class APIConnection {
     let connection: TCPConnection
     private var parser = HTTPRequestParser()
     private var streaming = false
+    /// A large response is being written a piece at a time (`StreamedRead`): no further
+    /// pipelined request is read or answered until it is done.
+    private var sendingBody = false
     /// Set once a response said `Connection: close`: later pipelined requests are not answered.
     private var closing = false
     /// Reading stopped because the client does not take its responses.
@@ -155,7 +159,7 @@ final class APIConnection {
     /// Whether the connection has carried nothing for `limit` seconds and owes nothing: not an
     /// event stream, no response waiting to be sent.
     func isIdle(now: Double, limit: Double) -> Bool {
-        !streaming && !paused && connection.pendingWriteBytes == 0 && now - lastActivity > limit
+        !streaming && !sendingBody && !paused && connection.pendingWriteBytes == 0 && now - lastActivity > limit
     }
 
     private func receive(_ bytes: [UInt8]) {
@@ -167,7 +171,7 @@ final class APIConnection {
 
     /// Answers every complete request in the parser, in order, while the client keeps up.
     private func process() {
-        while !streaming && !closing {
+        while !streaming && !closing && !sendingBody {
             if connection.pendingWriteBytes > APIConnection.maxPendingResponseBytes {
                 pauseUntilDrained()
                 return
@@ -246,15 +250,80 @@ final class APIConnection {
         if wantsStream {
             switch RESTHandler.treePath(request) {
             case let .path(path):
+                let query: FirebaseQuery?
+                do {
+                    query = try FirebaseQuery.parse(request.query.map { ($0.name, $0.value) })
+                } catch {
+                    send(APIResponse.error(400, "\(error)"), keepAlive: request.keepAlive)
+                    return
+                }
                 streaming = true
-                server.events.add(connection, path: path, version: request.version)
+                server.events.add(connection, path: path, query: query, version: request.version)
             case let .refused(response):
                 send(response, keepAlive: request.keepAlive)
             }
             return
         }
+        if streamLargeRead(request) { return }
         let response = Router.handle(request, server: server)
         send(response, keepAlive: request.keepAlive)
+    }
+
+    /// Answers a plain GET of a large location by writing the value while it is read
+    /// (`StreamedRead`), chunked; returns false for any other request, answered as usual. Such
+    /// a response carries an ETag only when the client asks for one (`X-Firebase-ETag: true`,
+    /// `if-none-match`), since it takes a first pass over the value.
+    private func streamLargeRead(_ request: HTTPRequest) -> Bool {
+        guard request.method == "GET", request.path.first != ".lanchat", request.path.last?.hasSuffix(".json") == true,
+              request.queryValue("shallow") != "true", request.queryValue("print") != "pretty",
+              case let .path(path) = RESTHandler.treePath(request),
+              (try? FirebaseQuery.parse(request.query.map { ($0.name, $0.value) })) == .some(nil) else { return false }
+        let node = server.node
+        // Counted on the store's own connection; only a large value opens a snapshot.
+        guard let snapshot = try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
+        else { return false }
+        let chunked = request.version != .http1_0
+        let keepAlive = request.keepAlive && chunked
+        guard let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked) else {
+            send(StreamedRead.refusal(), keepAlive: request.keepAlive)
+            return true
+        }
+        sendingBody = true
+        connection.pauseReading()
+        let finish = { [self] in
+            sendingBody = false
+            lastActivity = monotonicSeconds()
+            if keepAlive {
+                connection.resumeReading()
+                process()
+            } else {
+                closing = true
+                connection.shutdownAfterWrites()
+            }
+        }
+        let begin = { [self] (etag: String?) in
+            if let etag, let match = request.header("if-none-match"), match == etag {
+                var response = HTTPResponse(status: 304, headers: APIResponse.common + [("ETag", etag)])
+                response.headers.append(("Connection", keepAlive ? "keep-alive" : "close"))
+                connection.write(response.serialized())
+                finish()
+                return
+            }
+            let headers = APIResponse.common + [("Content-Type", APIResponse.jsonType)] + (etag.map { [("ETag", $0)] } ?? [])
+                + [("Connection", keepAlive ? "keep-alive" : "close")]
+            connection.write(chunked ? HTTPChunkedWriter.head(status: 200, headers: headers)
+                                     : HTTPChunkedWriter.closeDelimitedHead(status: 200, headers: headers))
+            read.send(prefix: [], suffix: []) { [self] in
+                if chunked { connection.write(HTTPChunkedWriter.end()) }
+                finish()
+            }
+        }
+        if request.header("x-firebase-etag") == "true" || request.header("if-none-match") != nil {
+            read.etag { begin($0) }
+        } else {
+            begin(nil)
+        }
+        return true
     }
 
     private func send(_ response: HTTPResponse, keepAlive: Bool) {

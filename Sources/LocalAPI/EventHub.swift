@@ -1,6 +1,7 @@
 import Dispatch
 import HTTP
 import Node
+import Store
 import Transport
 import Tree
 import Wire
@@ -23,6 +24,16 @@ final class EventHub {
         /// Chunked framing (HTTP/1.1); an HTTP/1.0 client gets the bare events, the stream
         /// ending when the connection closes.
         let chunked: Bool
+        /// The query the stream was opened with (`orderBy`, ranges, a limit): the listener sees
+        /// the query's window of the location's children instead of the location.
+        let query: FirebaseQuery?
+        /// The children last sent for a query, by key; nil while the window is not an object
+        /// (nothing there, or a primitive), when every change is sent as the window whole.
+        var window: Set<String>?
+        /// Events held back while the first `put` is still being written (`StreamedRead`), and
+        /// their size; nil once it is written.
+        var backlog: [[UInt8]]?
+        var backlogBytes = 0
     }
     private var observer: Int?
     private var keepAlive: RepeatingTimer?
@@ -69,8 +80,21 @@ final class EventHub {
 
     /// Answers the stream request and sends the initial snapshot, atomically on the node's queue:
     /// no write can fall between the snapshot and the registration.
-    func add(_ connection: TCPConnection, path: Path, version: HTTPVersion) {
+    func add(_ connection: TCPConnection, path: Path, query: FirebaseQuery? = nil, version: HTTPVersion) {
         dispatchPrecondition(condition: .onQueue(node.queue))
+        let snapshot = query != nil ? nil
+            : try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
+        var read: StreamedRead?
+        if let snapshot {
+            read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: version != .http1_0)
+            guard read != nil else {
+                var refusal = StreamedRead.refusal()
+                refusal.headers.append(("Connection", "close"))
+                connection.write(refusal.serialized())
+                connection.shutdownAfterWrites()
+                return
+            }
+        }
         let headers = [
             ("Content-Type", "text/event-stream; charset=utf-8"),
             ("Cache-Control", "no-cache"),
@@ -79,11 +103,36 @@ final class EventHub {
         let chunked = version != .http1_0
         connection.write(chunked ? HTTPChunkedWriter.head(status: 200, headers: headers)
                                  : HTTPChunkedWriter.closeDelimitedHead(status: 200, headers: headers))
-        let value = (try? node.withStoreOnQueue { store, _ in try store.value(at: path) }) ?? .null
+        if let read {
+            addStreaming(connection, path: path, read: read, chunked: chunked)
+            return
+        }
+        let value = self.read(path, query)
         connection.write(EventHub.frame("put", .object(["path": "/", "data": value]), chunked: chunked))
         let listener = Listener(connection: connection, path: path,
-                                maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes, chunked: chunked)
+                                maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes, chunked: chunked,
+                                query: query, window: EventHub.keys(of: value))
         listeners[ObjectIdentifier(connection)] = listener
+    }
+
+    /// Registers a listener whose first `put` is large: its data is written while it is read
+    /// (`read`, from a snapshot taken now, with the registration, so no write falls between them), and the
+    /// events of writes made meanwhile wait in its backlog until it is written.
+    private func addStreaming(_ connection: TCPConnection, path: Path, read: StreamedRead, chunked: Bool) {
+        let id = ObjectIdentifier(connection)
+        listeners[id] = Listener(connection: connection, path: path, maxPending: EventHub.maxPendingBytes + StreamedRead.pieceSize,
+                                 chunked: chunked, query: nil, window: nil, backlog: [])
+        // The event's JSON is {"data":...,"path":"/"}: members in key order, as `frame` writes them.
+        read.send(prefix: Array("event: put\ndata: {\"data\":".utf8), suffix: Array(",\"path\":\"/\"}\n\n".utf8)) { [self] in
+            guard let listener = listeners[id], let backlog = listener.backlog else { return }
+            listeners[id]?.backlog = nil
+            listeners[id]?.backlogBytes = 0
+            for frame in backlog { connection.write(frame) }
+            if connection.pendingWriteBytes > listener.maxPending {
+                remove(connection)
+                connection.close()
+            }
+        }
     }
 
     /// How many listeners are registered; call on the node's queue.
@@ -101,9 +150,20 @@ final class EventHub {
 
     private func send(_ event: String, _ data: JSONValue, to listener: Listener) {
         let connection = listener.connection
+        let id = ObjectIdentifier(connection)
         // Closed already (too slow) while this batch of events was going out.
-        guard listeners[ObjectIdentifier(connection)] != nil else { return }
-        connection.write(EventHub.frame(event, data, chunked: listener.chunked))
+        guard let current = listeners[id] else { return }
+        let frame = EventHub.frame(event, data, chunked: listener.chunked)
+        if current.backlog != nil {
+            listeners[id]?.backlog?.append(frame)
+            listeners[id]?.backlogBytes += frame.count
+            if current.backlogBytes + frame.count > listener.maxPending {
+                remove(connection)
+                connection.close()
+            }
+            return
+        }
+        connection.write(frame)
         if connection.pendingWriteBytes > listener.maxPending {
             remove(connection)
             connection.close()
@@ -114,29 +174,89 @@ final class EventHub {
         for listener in listeners.values { send("keep-alive", .null, to: listener) }
     }
 
+    /// The value a listener sees at `path`: the location's, or its query's window.
+    private func read(_ path: Path, _ query: FirebaseQuery?) -> JSONValue {
+        (try? node.withStoreOnQueue { store, _ in
+            if let query { try store.query(query, at: path) } else { try store.value(at: path) }
+        }) ?? .null
+    }
+
+    /// The children of a window, or nil when it is not an object.
+    static func keys(of window: JSONValue) -> Set<String>? {
+        guard case let .object(members) = window else { return nil }
+        return Set(members.keys)
+    }
+
     /// Turns new records into events: for a pair at or below a listener's path, a `put` of the
     /// current value at the pair's path; for a pair above it, a `put` of the whole listened value.
+    /// A listener with a query gets only what changes inside its window (`windowChanges`).
     func recordsAdded(_ records: [Record]) {
         dispatchPrecondition(condition: .onQueue(node.queue))
         guard !listeners.isEmpty else { return }
         var cache: [Path: JSONValue] = [:]
         func value(_ path: Path) -> JSONValue {
             if let cached = cache[path] { return cached }
-            let v = (try? node.withStoreOnQueue { store, _ in try store.value(at: path) }) ?? .null
+            let v = read(path, nil)
             cache[path] = v
             return v
         }
+        var changes: [Path] = []
+        var seen = Set<Path>()
         for record in records {
             guard case let .write(pairs) = record.body else { continue }
-            for changed in Self.changedPaths(pairs) {
-                for listener in listeners.values {
-                    if let relative = changed.relative(to: listener.path) {
-                        send("put", .object(["path": .string(relative.description), "data": value(changed)]), to: listener)
-                    } else if changed.isAncestor(of: listener.path) {
-                        send("put", .object(["path": "/", "data": value(listener.path)]), to: listener)
-                    }
+            for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
+        }
+        for (id, listener) in listeners where listener.query == nil {
+            for changed in changes {
+                // Closed (too slow) while these events went out.
+                guard listeners[id] != nil else { break }
+                if let relative = changed.relative(to: listener.path) {
+                    send("put", .object(["path": .string(relative.description), "data": value(changed)]), to: listener)
+                } else if changed.isAncestor(of: listener.path) {
+                    send("put", .object(["path": "/", "data": value(listener.path)]), to: listener)
                 }
             }
+        }
+        for (id, listener) in listeners where listener.query != nil {
+            windowChanges(changes, for: id, listener, value: value)
+        }
+    }
+
+    /// The events of a query's window (Firebase's REST streaming of a query, as this node
+    /// sends it): the window is worked out again once per batch of records that touch the
+    /// location, then
+    /// - a change inside a child that stays in the window: a `put` at the changed path, as
+    ///   for a plain listener;
+    /// - children that enter or leave the window (a new message pushes the oldest out of
+    ///   `limitToLast`): their new values, null for those that left; one such child is a `put`
+    ///   at `/key`, several are one `patch` at `/`, so the window never shows a state between;
+    /// - a change at or above the location, or a window that is not an object: a `put` of the
+    ///   window whole at `/`.
+    /// Changes to children outside the window before and after send nothing.
+    private func windowChanges(_ changes: [Path], for id: ObjectIdentifier, _ listener: Listener, value: (Path) -> JSONValue) {
+        guard let query = listener.query else { return }
+        let touching = changes.filter { $0.isAncestorOrSelf(of: listener.path) || listener.path.isAncestor(of: $0) }
+        guard !touching.isEmpty else { return }
+        let window = read(listener.path, query)
+        let keys = EventHub.keys(of: window)
+        listeners[id]?.window = keys
+        guard let old = listener.window, let keys, case let .object(members) = window,
+              !touching.contains(where: { $0.isAncestorOrSelf(of: listener.path) }) else {
+            send("put", .object(["path": "/", "data": window]), to: listener)
+            return
+        }
+        var moved: [String: JSONValue] = [:]
+        for key in old.subtracting(keys) { moved[key] = .null }
+        for key in keys.subtracting(old) { moved[key] = members[key] ?? .null }
+        for changed in touching {
+            guard let relative = changed.relative(to: listener.path), let key = relative.segments.first,
+                  old.contains(key), keys.contains(key) else { continue }
+            send("put", .object(["path": .string(relative.description), "data": value(changed)]), to: listener)
+        }
+        if moved.count == 1, let (key, data) = moved.first {
+            send("put", .object(["path": .string("/" + key), "data": data]), to: listener)
+        } else if !moved.isEmpty {
+            send("patch", .object(["path": "/", "data": .object(moved)]), to: listener)
         }
     }
 

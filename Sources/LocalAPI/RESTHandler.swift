@@ -80,18 +80,23 @@ struct RESTHandler {
     private func silent(_ request: HTTPRequest) -> Bool { request.queryValue("print") == "silent" }
     private func pretty(_ request: HTTPRequest) -> Bool { request.queryValue("print") == "pretty" }
 
+    /// A read. A query or `shallow=true` is answered without reading the whole location where the
+    /// store can (`Store.query`, `Store.shallowValue`); its ETag is that of the value returned,
+    /// while a plain read's is that of the location's value, which is what it returns.
     private func get(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
-        var value = try current(path)
+        let query = try FirebaseQuery.parse(request.query.map { ($0.name, $0.value) })
+        let value: JSONValue
+        if request.queryValue("shallow") == "true" {
+            guard query == nil else { throw BadRequest(message: "Mixing 'shallow' and querying parameters is not supported") }
+            value = try node.withStoreOnQueue { store, _ in try store.shallowValue(at: path) }
+        } else if let query {
+            value = try node.withStoreOnQueue { store, _ in try store.query(query, at: path) }
+        } else {
+            value = try current(path)
+        }
         let etag = firebaseETag(of: value)
         if let match = request.header("if-none-match"), match == etag {
             return HTTPResponse(status: 304, headers: APIResponse.common + [("ETag", etag)])
-        }
-        let query = try FirebaseQuery.parse(request.query.map { ($0.name, $0.value) })
-        if request.queryValue("shallow") == "true" {
-            guard query == nil else { throw BadRequest(message: "Mixing 'shallow' and querying parameters is not supported") }
-            value = shallow(value)
-        } else if let query {
-            value = query.apply(to: value)
         }
         return APIResponse.json(value, extra: [("ETag", etag)], pretty: pretty(request))
     }

@@ -19,6 +19,8 @@ import SQLite
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
+/// - `zone_orders`, `zone_order_rows` (migration 7): order indexes of the locations whose children
+///   are zones (`/users`, a conversation's messages), see `ZoneOrders`.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -136,6 +138,23 @@ enum Schema {
         // §5.1, §5.4): the tree is folded again from the records (`Store.rebuildTreeIfRequested`).
         Migration(version: 6, name: "tree folded again under the rules of message keys and NFC keys", sql: """
             INSERT OR REPLACE INTO meta(key, value) VALUES ('tree_rebuild', 1);
+            """),
+        // Order indexes of zone lists (`ZoneOrders`), declared by the first query that needs
+        // one and kept with the zones from then on; the tree rebuild empties the rows and fills
+        // them again as it folds the zones.
+        Migration(version: 7, name: "order indexes of zone lists", sql: """
+            CREATE TABLE zone_orders (
+                id INTEGER PRIMARY KEY,
+                list TEXT NOT NULL,
+                field TEXT NOT NULL,
+                UNIQUE (list, field)
+            ) STRICT;
+            CREATE TABLE zone_order_rows (
+                ord INTEGER NOT NULL,
+                value BLOB NOT NULL,
+                key BLOB NOT NULL,
+                PRIMARY KEY (ord, value, key)
+            ) STRICT, WITHOUT ROWID;
             """),
     ]
 }

@@ -7,10 +7,51 @@ extension Store {
     /// `null` when absent (including below a primitive). A disk that fails the read is told as
     /// such, with the file (`StoreError.diskFailure`).
     public func value(at path: Path) throws -> JSONValue {
-        try tellingDiskErrors { try readValue(at: path) }
+        try tellingDiskErrors { try TreeReader(db: db).value(at: path) }
     }
 
-    private func readValue(at path: Path) throws -> JSONValue {
+    var zones: ZoneStore { ZoneStore(db: db) }
+
+    static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
+        storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Whether the value at `path` has more than `rows` leaves or zones at or below it (counted
+    /// no further than that), so that a read had better write it out a piece at a time
+    /// (`TreeSnapshot`) than build it whole. A value inside a zone is one row: never large.
+    public func isLargeValue(at path: Path, rows: Int = TreeStream.wholeReadRows) throws -> Bool {
+        try TreeReader(db: db).isLarge(path, rows: rows)
+    }
+
+    /// The keys directly under `path`, in bytewise order, without reading their subtrees.
+    public func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
+        try TreeReader(db: db).childKeys(of: path, limit: limit, reverse: reverse)
+    }
+}
+
+/// Reads of the materialized tree over one connection: the store's own, or a snapshot's
+/// (`TreeSnapshot`), which reads the same tables on a connection of its own.
+struct TreeReader {
+    let db: Connection
+
+    var zones: ZoneStore { ZoneStore(db: db) }
+
+    /// See `Store.isLargeValue(at:)`.
+    func isLarge(_ path: Path, rows: Int) throws -> Bool {
+        guard Zone.of(path) == .open else { return false }
+        let key = StoreKey.of(path)
+        let (low, high) = StoreKey.descendants(key)
+        let limit = Int64(rows + 1)
+        let leaves = try db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM leaves WHERE path >= ? AND path < ? LIMIT ?)",
+                                      [.text(low), .text(high), .integer(limit)]) ?? 0
+        if leaves >= limit { return true }
+        let zones = try db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL LIMIT ?)",
+                                     [.text(low), .text(high), .integer(limit)]) ?? 0
+        return leaves + zones >= limit
+    }
+
+    /// See `Store.value(at:)`.
+    func value(at path: Path) throws -> JSONValue {
         let zone = Zone.of(path)
         if zone != .open {
             let relative = path.relative(to: zone.root) ?? .root
@@ -35,15 +76,9 @@ extension Store {
         return found ? root.value : .null
     }
 
-    var zones: ZoneStore { ZoneStore(db: db) }
-
-    static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
-        storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }
-    }
-
     /// The keys directly under `path`, in bytewise order, without reading their subtrees: skip
     /// scans over the leaves and the zones that seek past each child's range.
-    public func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
+    func childKeys(of path: Path, limit: Int = .max, reverse: Bool = false) throws -> [String] {
         let zone = Zone.of(path)
         if zone != .open {
             guard case let .object(members) = try value(at: path) else { return [] }

@@ -19,7 +19,7 @@ extension Store {
             guard try db.scalarInt("SELECT value FROM meta WHERE key = 'tree_rebuild'") == 1 else { return }
             try db.execute("""
                 DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_pairs;
-                DELETE FROM files; DELETE FROM file_refs;
+                DELETE FROM files; DELETE FROM file_refs; DELETE FROM zone_order_rows;
                 """)
             rebuildingTree = true
             defer { rebuildingTree = false }

@@ -38,7 +38,9 @@ struct ZoneStore {
             firstValue = nil
         }
         if try insertZone(zoneKey, owner: author.bytes, order: order, value: firstValue) {
-            try noteReferences(zone, JSONValue.null.setting(relative, to: pair.value))
+            let value = JSONValue.null.setting(relative, to: pair.value)
+            try orders.zoneChanged(zone, old: .null, new: value)
+            try noteReferences(zone, value)
             return
         }
 
@@ -57,6 +59,7 @@ struct ZoneStore {
         let current = try stored.map { try ZoneStore.decode($0, zone: zone) } ?? .null
         let next = current.setting(relative, to: pair.value)
         try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?", [.blob(order), ZoneStore.encode(next), .text(zoneKey)])
+        try orders.zoneChanged(zone, old: current, new: next)
         try noteReferences(zone, next)
     }
 
@@ -72,7 +75,9 @@ struct ZoneStore {
             return
         }
         if let ownerID = (try? PublicKey(bytes: owner))?.userID, MessageKey.isBound(key, to: ownerID) { return }
+        let old = try value(of: zone)
         try db.run("UPDATE zones SET owner = X'', last_ord = NULL, value = NULL WHERE zone = ?", [.text(zoneKey)])
+        try orders.zoneChanged(zone, old: old, new: .null)
     }
 
     /// Keeps a pair (unless held): the hot insert of every ingest, bound directly on its
@@ -111,6 +116,7 @@ struct ZoneStore {
               !owner.isEmpty else { return }
         let root = zone.root
         let ownerID = (try? PublicKey(bytes: owner))?.userID
+        let old = try self.value(of: zone)
         var value = JSONValue.null
         var last: [UInt8]?
         try db.query("SELECT path, value, ord FROM zone_pairs WHERE zone = ? AND author = ? ORDER BY ord", [.text(zoneKey), .blob(owner)]) { row in
@@ -123,8 +129,12 @@ struct ZoneStore {
         }
         try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?",
                    [last.map(SQLValue.blob) ?? .null, ZoneStore.encode(value), .text(zoneKey)])
+        try orders.zoneChanged(zone, old: old, new: value)
         try noteReferences(zone, value)
     }
+
+    /// The order indexes of zone lists, kept with the zones' values.
+    var orders: ZoneOrders { ZoneOrders(db: db) }
 
     /// The value of a zone, relative to its root (null when absent or empty).
     func value(of zone: Zone) throws -> JSONValue {

@@ -14,11 +14,33 @@ public func firebaseETag(of value: JSONValue) -> String {
     case .object(let members) where members.isEmpty: return "null_etag"
     default: break
     }
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in value.serialized().utf8 {
-        hash ^= UInt64(byte)
-        hash = hash &* 0x0000_0100_0000_01b3
+    var hasher = FirebaseETagHasher()
+    hasher.update(value.serialized().utf8)
+    return hasher.etag
+}
+
+/// `firebaseETag(of:)` over a value's canonical JSON given a piece at a time, for values written
+/// out while they are read (the text `null`, nothing there, gives `null_etag`).
+public struct FirebaseETagHasher: Sendable {
+    private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    private var isNull = true
+    private var count = 0
+
+    public init() {}
+
+    public mutating func update(_ bytes: some Sequence<UInt8>) {
+        for byte in bytes {
+            // Only "null" itself is nothing there; its prefixes and extensions are not.
+            isNull = count < 4 && byte == Array("null".utf8)[count] && (count == 0 || isNull)
+            count += 1
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
     }
-    let hex = String(hash, radix: 16)
-    return String(repeating: "0", count: 16 - hex.count) + hex
+
+    public var etag: String {
+        if count == 0 || (count == 4 && isNull) { return "null_etag" }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
 }

@@ -246,6 +246,11 @@ final class RawClient: @unchecked Sendable {
     /// One whole response.
     func readResponse() throws -> HTTPReply {
         let (status, headers) = try readHead()
+        return try readBody(status: status, headers: headers)
+    }
+
+    /// The body of a response whose head was read.
+    func readBody(status: Int, headers: [(name: String, value: String)]) throws -> HTTPReply {
         var reply = HTTPReply(status: status, headers: headers, body: [])
         if status == 204 || status == 304 { return reply }
         if reply.header("transfer-encoding")?.lowercased() == "chunked" {

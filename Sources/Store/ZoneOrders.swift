@@ -1,0 +1,160 @@
+import SQLite
+import Tree
+
+/// Order indexes over *zone lists*, the locations whose children are all protected zones:
+/// `/users` (profiles) and `/conversations/$cid/messages` (messages). These are the large
+/// locations a chat app queries (`orderBy` with `limitToLast`: the last page of a conversation),
+/// and since each child is one row of `zones`, an index row per child and ordering answers such a
+/// query with one range scan and a point read per child returned.
+///
+/// How the node learns what to index (Firebase's `.indexOn`, learned instead of declared): the
+/// first query of a zone list with a given ordering (`$key`, `$value` or a child path such as
+/// `date`) declares it in `zone_orders` and builds its rows from the list's zones; from then on
+/// every change of a zone in that list updates them, in the transaction that changes the zone.
+/// At most `maxOrdersPerList` orderings are kept per list, so a client cannot grow the store
+/// without bound by asking for orderings; beyond that a query reads the list whole, as any
+/// query of another location does.
+///
+/// - `zone_orders(id, list, field)`: a declared ordering of one list (`list` is its store key,
+///   `field` is `$key`, `$value` or a child path such as `/date`);
+/// - `zone_order_rows(ord, value, key)`: one row per present child (a zone with a value): the
+///   ordering value and the key, encoded by `OrderKey` so that bytewise order is Firebase's.
+struct ZoneOrders {
+    let db: Connection
+
+    static let maxOrdersPerList = 8
+
+    /// Whether `path` is a zone list: `/users` or `/conversations/$cid/messages`.
+    static func isZoneList(_ path: Path) -> Bool {
+        let segments = path.segments
+        return (segments.count == 1 && segments[0] == "users") || Zone.isMessageList(segments)
+    }
+
+    /// The field name an ordering is declared under.
+    static func field(_ order: FirebaseQuery.Order) -> String {
+        switch order {
+        case .key: return "$key"
+        case .value: return "$value"
+        case .child(let path): return path.description
+        }
+    }
+
+    /// The ordering value of a child holding `value`, encoded (empty when ordering by key).
+    static func encodedValue(_ value: JSONValue, field: String) -> [UInt8] {
+        switch field {
+        case "$key": return []
+        case "$value": return OrderKey.value(value)
+        default:
+            guard let path = try? Path(field) else { return OrderKey.value(.null) }
+            return OrderKey.value(value.value(at: path))
+        }
+    }
+
+    // MARK: Keeping the rows
+
+    /// Brings the rows of every ordering declared for the zone's list from the zone's `old`
+    /// value to its `new` one (null: absent). Call wherever a zone's stored value changes.
+    func zoneChanged(_ zone: Zone, old: JSONValue, new: JSONValue) throws {
+        guard old != new, let list = zone.root.parent, let key = zone.root.key else { return }
+        let orders = try declared(list: StoreKey.of(list))
+        guard !orders.isEmpty else { return }
+        let encodedKey = OrderKey.key(key)
+        for (id, field) in orders {
+            if old != .null {
+                try db.run("DELETE FROM zone_order_rows WHERE ord = ? AND value = ? AND key = ?",
+                           [.integer(id), .blob(ZoneOrders.encodedValue(old, field: field)), .blob(encodedKey)])
+            }
+            if new != .null {
+                try db.run("INSERT OR REPLACE INTO zone_order_rows(ord, value, key) VALUES (?, ?, ?)",
+                           [.integer(id), .blob(ZoneOrders.encodedValue(new, field: field)), .blob(encodedKey)])
+            }
+        }
+    }
+
+    /// The orderings declared for a list (by its store key).
+    private func declared(list: String) throws -> [(Int64, String)] {
+        try db.all("SELECT id, field FROM zone_orders WHERE list = ?", [.text(list)]) { ($0.int64(0), $0.text(1)) }
+    }
+
+    /// The id of the ordering of `list` by `field`, declaring and building it when it is new;
+    /// nil once the list has `maxOrdersPerList` others. Call inside a write transaction.
+    func ordering(list: Path, field: String) throws -> Int64? {
+        let listKey = StoreKey.of(list)
+        if let id = try db.first("SELECT id FROM zone_orders WHERE list = ? AND field = ?", [.text(listKey), .text(field)], { $0.int64(0) }) {
+            return id
+        }
+        guard try db.scalarInt("SELECT count(*) FROM zone_orders WHERE list = ?", [.text(listKey)]) ?? 0 < ZoneOrders.maxOrdersPerList else {
+            return nil
+        }
+        try db.run("INSERT INTO zone_orders(list, field) VALUES (?, ?)", [.text(listKey), .text(field)])
+        guard let id = try db.first("SELECT id FROM zone_orders WHERE list = ? AND field = ?", [.text(listKey), .text(field)], { $0.int64(0) }) else {
+            return nil
+        }
+        try build(id, list: list, field: field)
+        return id
+    }
+
+    /// Fills an ordering's rows from the zones of its list, one zone at a time.
+    func build(_ id: Int64, list: Path, field: String) throws {
+        let (low, high) = StoreKey.descendants(StoreKey.of(list))
+        var rows: [(SQLValue, SQLValue)] = []
+        try db.query("SELECT zone, value FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL", [.text(low), .text(high)]) { row in
+            let zonePath = try StoreKey.path(row.text(0))
+            guard zonePath.depth == list.depth + 1, let key = zonePath.key else { return }
+            let value = try ZoneStore.decode(row.blob(1), zone: Zone.of(zonePath))
+            rows.append((.blob(ZoneOrders.encodedValue(value, field: field)), .blob(OrderKey.key(key))))
+            if rows.count >= 256 { try insert(id, &rows) }
+        }
+        try insert(id, &rows)
+    }
+
+    private func insert(_ id: Int64, _ rows: inout [(SQLValue, SQLValue)]) throws {
+        for (value, key) in rows {
+            try db.run("INSERT OR REPLACE INTO zone_order_rows(ord, value, key) VALUES (?, ?, ?)", [.integer(id), value, key])
+        }
+        rows.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Answering queries
+
+    /// The keys of the children the query keeps, in the query's order, read from ordering `id`.
+    func keys(_ id: Int64, query: FirebaseQuery) throws -> [String] {
+        let byKey: Bool
+        if case .key = query.order { byKey = true } else { byKey = false }
+        let column = byKey ? "key" : "value"
+        func encode(_ bound: JSONValue) -> [UInt8] {
+            if byKey, case .string(let key) = bound { return OrderKey.key(key) }
+            return OrderKey.value(bound)
+        }
+        var conditions = ["ord = ?"]
+        var values: [SQLValue] = [.integer(id)]
+        if let equalTo = query.equalTo {
+            conditions.append("\(column) = ?")
+            values.append(.blob(encode(equalTo)))
+        }
+        if let startAt = query.startAt {
+            conditions.append("\(column) >= ?")
+            values.append(.blob(encode(startAt)))
+        }
+        if let endAt = query.endAt {
+            conditions.append("\(column) <= ?")
+            values.append(.blob(encode(endAt)))
+        }
+        var direction = ""
+        var limit = -1
+        switch query.limit {
+        case .first(let count)?: limit = count
+        case .last(let count)?: limit = count; direction = " DESC"
+        case nil: break
+        }
+        if limit == 0 { return [] }
+        let sql = "SELECT key FROM zone_order_rows WHERE \(conditions.joined(separator: " AND "))"
+            + " ORDER BY value\(direction), key\(direction) LIMIT \(limit)"
+        var keys: [String] = []
+        try db.query(sql, values) { row in
+            guard let key = OrderKey.decodeKey(row.blob(0)) else { throw StoreError.corrupt(path: "zone_order_rows", reason: "an undecodable key") }
+            keys.append(key)
+        }
+        return direction.isEmpty ? keys : keys.reversed()
+    }
+}

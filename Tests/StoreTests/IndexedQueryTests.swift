@@ -1,0 +1,154 @@
+import Crypto
+import Testing
+import Tree
+import Wire
+@testable import Store
+import TestSupport
+
+/// Index-backed queries (`Store.query`, `Store.shallowValue`) against the reference: the whole
+/// location read (`Store.value(at:)`) and filtered by `FirebaseQuery.apply` / `shallow`, over random
+/// trees and random queries, with writes between queries so that the indexes are kept, not only
+/// built.
+@Suite("Indexed queries")
+struct IndexedQueryTests {
+    /// Keys in every class key order distinguishes: integer keys (negative, large), non-canonical
+    /// integers, push-id-like text, NFC text, a scalar above U+FFFF and one in U+E000-U+FFFF
+    /// (UTF-16 order differs from scalar order there).
+    static let keys = ["0", "1", "2", "10", "-5", "2147483647", "2147483648", "007", "-0", "a", "b", "a b", "Z", "-Mx1",
+                       "\u{E9}t\u{E9}", "\u{1F600}", "\u{E000}x", "\u{FFFD}", "\u{D7FF}", "m1", "senderId"]
+    static let scalars: [JSONValue] = [.null, .bool(false), .bool(true), .number(-3), .number(0), .number(-0.0), .number(2.5),
+                                       .number(1e300), .number(-1e-300), .string(""), .string("a"), .string("ab"), .string("B"),
+                                       .string("\u{1F600}"), .string("\u{E000}"), .string("1")]
+
+    struct Generator {
+        var rng: SplitMix64
+        let authors: [PrivateKey]
+
+        mutating func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
+        mutating func chance(_ percent: UInt64) -> Bool { rng.next() % 100 < percent }
+
+        /// A message-shaped value: the fields chat apps order by, each sometimes missing, often
+        /// equal across messages, of every type.
+        mutating func message(sender: String) -> JSONValue {
+            var fields: [String: JSONValue] = ["senderId": .string(sender)]
+            for field in ["date", "timestamp", "name", "text"] where chance(75) {
+                let value = chance(60) ? .number(Double(rng.next() % 6)) : pick(IndexedQueryTests.scalars)
+                if value != .null { fields[field] = value }
+            }
+            if chance(20) { fields["a"] = .object(["b": pick(IndexedQueryTests.scalars.filter { $0 != .null })]) }
+            if chance(10) { fields["date"] = .object(["x": 1]) }
+            return .object(fields)
+        }
+
+        /// One write: mostly messages of one conversation (whole, one field, deleted, or claimed by
+        /// a second author), profiles of any shape, and open-zone values.
+        mutating func record(clock: UInt64) -> Record {
+            let author = chance(85) ? authors[0] : pick(authors)
+            let uid = author.publicKey.userID
+            let key = pick(IndexedQueryTests.keys)
+            let pair: WritePair
+            switch rng.next() % 10 {
+            case 0...4:
+                let root = ["conversations", "c1", "messages", key]
+                switch rng.next() % 6 {
+                case 0: pair = WritePair(path: try! Path(segments: root), value: .null)
+                case 1: pair = WritePair(path: try! Path(segments: root + [pick(["date", "name", "timestamp"])]),
+                                         value: pick(IndexedQueryTests.scalars))
+                default: pair = WritePair(path: try! Path(segments: root), value: message(sender: uid))
+                }
+            case 5, 6:
+                let value: JSONValue = chance(50) ? message(sender: uid) : pick(IndexedQueryTests.scalars)
+                pair = WritePair(path: try! Path(segments: ["users", uid]), value: value)
+            case 7:
+                pair = WritePair(path: try! Path(segments: ["open", key]), value: chance(50) ? message(sender: uid) : pick(IndexedQueryTests.scalars))
+            case 8:
+                // A primitive where a zone list is (the zones below still win when present).
+                pair = WritePair(path: try! Path(segments: ["conversations", "c1", "messages"]), value: pick(IndexedQueryTests.scalars))
+            default:
+                pair = WritePair(path: try! Path(segments: ["conversations", "c1"]), value: chance(50) ? .null : .object(["meta": .string("m")]))
+            }
+            return try! Record.make(body: .write([pair]), clock: clock, signer: author)
+        }
+
+        mutating func query() -> FirebaseQuery {
+            let order: FirebaseQuery.Order = pick([.key, .value, .child(try! Path("date")), .child(try! Path("name")),
+                                                   .child(try! Path("timestamp")), .child(try! Path("a/b")), .child(try! Path("text"))])
+            var query = FirebaseQuery(order: order)
+            func bound() -> JSONValue {
+                if case .key = order { return .string(pick(IndexedQueryTests.keys + ["", "1\u{301}", "e\u{301}t\u{E9}", "\u{FFFF}"])) }
+                return pick(IndexedQueryTests.scalars + [.number(3), .number(5)])
+            }
+            if chance(20) {
+                query.equalTo = bound()
+            } else {
+                if chance(40) { query.startAt = bound() }
+                if chance(40) { query.endAt = bound() }
+            }
+            if chance(70) {
+                let count = Int(rng.next() % 6)
+                query.limit = chance(50) ? .first(count) : .last(count)
+            }
+            // Key bounds arrive in NFC from `parse`.
+            if case .key = order {
+                func nfc(_ value: JSONValue?) -> JSONValue? { value.map { if case .string(let s) = $0 { .string(CanonicalText.nfc(s)) } else { $0 } } }
+                query.startAt = nfc(query.startAt)
+                query.endAt = nfc(query.endAt)
+                query.equalTo = nfc(query.equalTo)
+            }
+            return query
+        }
+    }
+
+    @Test("index-backed queries equal the full read filtered", arguments: 0..<40)
+    func queriesEqualReference(seed: UInt64) throws {
+        let store = try memoryStore()
+        var generator = Generator(rng: SplitMix64(seed: seed), authors: testAuthors)
+        var clock: UInt64 = 1_700_000_000_000 << 16
+        let locations = try ["/conversations/c1/messages", "/users", "/open", "/conversations/c1", "/conversations/c2/messages"].map { try Path($0) }
+        for round in 0..<8 {
+            for _ in 0..<(round == 0 ? 30 : 8) {
+                // Mostly in write order, sometimes an older write arriving late.
+                clock += generator.chance(80) ? 1 << 16 : 0
+                let stamp = generator.chance(15) ? clock - (generator.rng.next() % 20) << 16 : clock
+                _ = try store.ingest([generator.record(clock: stamp)], nowMillis: farFuture)
+            }
+            for location in locations {
+                let whole = try store.value(at: location)
+                #expect(try store.shallowValue(at: location) == shallow(whole), "seed \(seed) round \(round) shallow \(location)")
+                for _ in 0..<6 {
+                    let query = generator.query()
+                    let expected = query.apply(to: whole)
+                    let actual = try store.query(query, at: location)
+                    #expect(actual == expected, "seed \(seed) round \(round) \(location) \(query)\nexpected \(expected)\nactual   \(actual)")
+                }
+            }
+        }
+        // The zone lists were answered from indexes, not only by the fallback.
+        #expect(try store.db.scalarInt("SELECT count(*) FROM zone_orders") ?? 0 > 0)
+    }
+
+    @Test("the tree rebuild fills the order indexes again")
+    func rebuildRefills() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.path + "/store.sqlite"
+        var generator = Generator(rng: SplitMix64(seed: 99), authors: testAuthors)
+        let list = try Path("/conversations/c1/messages")
+        let query = FirebaseQuery(order: .child(try Path("date")), limit: .last(3))
+        var expected = JSONValue.null
+        do {
+            let store = try Store(path: path)
+            for i in 0..<60 { _ = try store.ingest([generator.record(clock: (1_700_000_000_000 + UInt64(i)) << 16)], nowMillis: farFuture) }
+            expected = query.apply(to: try store.value(at: list))
+            #expect(try store.query(query, at: list) == expected)
+            let rows = try store.db.scalarInt("SELECT count(*) FROM zone_order_rows") ?? 0
+            #expect(rows > 0)
+            try store.db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('tree_rebuild', 1)")
+        }
+        let store = try Store(path: path)
+        #expect(try store.db.scalarInt("SELECT count(*) FROM meta WHERE key = 'tree_rebuild'") == 0)
+        #expect(try store.db.scalarInt("SELECT count(*) FROM zone_order_rows") ?? 0 > 0)
+        #expect(try store.query(query, at: list) == expected)
+        #expect(expected != .null)
+    }
+}
