@@ -455,7 +455,7 @@ def main():
             wait(a, lambda d: (message_texts(d) or [""])[-1] == texts[-1], message="the last message shown")
             shown = 1000 * (time.monotonic() - started)
             in_page = js(a, "return window.__lanchatFirstMessagesMs")
-            print(f"      time to first messages shown: {shown:.0f} ms (in the page: {in_page:.0f} ms from opening to the first window)", flush=True)
+            print(f"      time to first messages shown, first open: {shown:.0f} ms (in the page: {in_page:.0f} ms from opening to the first window)", flush=True)
             assert message_texts(a) == texts[-50:], message_texts(a)[:3]
             at_bottom = js(a, "const l = document.getElementById('messages'); return l.scrollHeight - l.scrollTop - l.clientHeight < 2")
             assert at_bottom, "not scrolled to the newest message"
@@ -463,6 +463,15 @@ def main():
             until(lambda: api_a.call("GET", "/.lanchat/conversations")[team]["unread"] == 0, WAIT, "the read mark on A's node")
             assert api_a.call("GET", "/.lanchat/conversations")[team]["readKey"] == keys[-1]
             a.save_screenshot(os.path.join(artifacts, "conversation-long.png"))
+
+        @check("opened again, the conversation shows its last messages as quickly (the node's order index is kept)")
+        def _():
+            js(a, "location.hash = ''")
+            wait(a, lambda d: d.find_element(By.ID, "welcome").is_displayed(), message="list")
+            started = time.monotonic()
+            js(a, "location.hash = '#c/' + encodeURIComponent(arguments[0])", team)
+            wait(a, lambda d: (message_texts(d) or [""])[-1] == texts[-1] and message_count(d) == 50, message="the last messages shown again")
+            print(f"      time to first messages shown, opened again: {1000 * (time.monotonic() - started):.0f} ms", flush=True)
 
         @check("scrolling up loads older messages, page by page, until the first")
         def _():

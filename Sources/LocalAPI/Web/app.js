@@ -11,7 +11,7 @@
   // A conversation opens with its last PAGE messages (a stream of that window); scrolling up
   // fetches OLDER_PAGE more at a time, so opening a long conversation reads only its end.
   const PAGE = 50;
-  const OLDER_PAGE = 100;
+  const OLDER_PAGE = 200;
 
   const state = {
     me: { uid: null, profile: null },
@@ -270,14 +270,21 @@
     return '';
   }
 
+  // Made once: toLocale*String builds a formatter per call, which dominated showing a page of
+  // older messages.
+  const formats = {
+    time: new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' }),
+    day: new Intl.DateTimeFormat([], { day: 'numeric', month: 'short' }),
+    dayAndYear: new Intl.DateTimeFormat([], { day: 'numeric', month: 'short', year: 'numeric' }),
+  };
   function formatTime(millis, long) {
-    if (typeof millis !== 'number') return '';
+    if (typeof millis !== 'number' || !Number.isFinite(millis) || Math.abs(millis) > 8.64e15) return '';
     const date = new Date(millis);
     const now = new Date();
     const sameDay = date.toDateString() === now.toDateString();
-    const time = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    const time = formats.time.format(date);
     if (sameDay && !long) return time;
-    return date.toLocaleDateString([], { day: 'numeric', month: 'short', year: date.getFullYear() === now.getFullYear() ? undefined : 'numeric' }) + ' ' + time;
+    return (date.getFullYear() === now.getFullYear() ? formats.day : formats.dayAndYear).format(date) + ' ' + time;
   }
 
   let listScheduled = false;
@@ -552,7 +559,7 @@
     const fallback = typeof message.senderName === 'string' && message.senderName ? message.senderName : shortId(message.senderId);
     sender.textContent = mine ? myName() : (profileName(knownUser(message.senderId)) || fallback);
     const time = document.createElement('time');
-    if (typeof message.date === 'number') {
+    if (typeof message.date === 'number' && Math.abs(message.date) <= 8.64e15) {  // a Date can hold it
       time.dateTime = new Date(message.date).toISOString();
       time.textContent = formatTime(message.date);
       time.title = formatTime(message.date, true);
