@@ -491,6 +491,7 @@ def main():
             shown = message_texts(a)
             assert shown == texts, (len(shown), shown[:2], shown[-2:])
             print(f"      scrolled back through {HISTORY:,} messages in {elapsed:.1f} s ({scrolls} scrolls)", flush=True)
+            js(a, "document.getElementById('messages').scrollTop = 0")
             a.save_screenshot(os.path.join(artifacts, "conversation-long-start.png"))
 
         @check("a new message arrives live at the bottom, and the list puts its conversation first")

@@ -90,7 +90,10 @@ extension Store {
         let listKey = StoreKey.of(messages)
         let (low, high) = StoreKey.descendants(listKey)
         var summary = ConversationSummary(id: id, unread: 0)
-        if case let .string(title) = try value(at: try conversation.appending("meta").appending("title")) {
+        // The title is a string leaf or nothing: one row read, however large a member made
+        // `meta/title` if it is not a string.
+        let titleKey = StoreKey.of(try conversation.appending("meta").appending("title"))
+        if let title = try db.first("SELECT value FROM leaves WHERE path = ? AND kind = 3", [.text(titleKey)], { $0.text(0) }) {
             summary.title = ConversationSummary.cut(title)
         }
         if let (zone, bytes) = try db.first(
