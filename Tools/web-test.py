@@ -158,10 +158,21 @@ class NodeAPI:
     """The local API of a running node, with its token (for writes made outside the pages)."""
 
     def __init__(self, data):
-        with open(os.path.join(data, "node.json")) as f:
+        self.data_json = os.path.join(data, "node.json")
+        with open(self.data_json) as f:
             self.origin = "http://" + json.load(f)["api"]
         with open(os.path.join(data, "api.token")) as f:
             self.token = f.read().strip()
+
+    def peak_memory_mb(self):
+        """The node process's peak resident memory (VmHWM), in MB."""
+        with open(self.data_json) as f:
+            pid = json.load(f)["pid"]
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
 
     def call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
@@ -504,6 +515,7 @@ def main():
             wait(a, lambda d: d.find_element(By.CSS_SELECTOR, "#conversation-list li:first-child").get_attribute("data-id") == team,
                  message="conversation first in the list")
             assert not a.find_elements(By.CSS_SELECTOR, f"#conversation-list li[data-id='{team}'] .badge"), "an open conversation shows unread"
+            print(f"      node A's peak memory (VmHWM) over the whole test: {api_a.peak_memory_mb():.0f} MB", flush=True)
 
         @check("no errors in the browsers' consoles")
         def _():

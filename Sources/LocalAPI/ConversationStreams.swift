@@ -36,7 +36,7 @@ final class ConversationStreams {
 
     func add(_ connection: TCPConnection, version: HTTPVersion) {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        let headers = [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache")]
+        let headers = [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"), ("Access-Control-Allow-Origin", "*")]
         let chunked = version != .http1_0
         connection.write(chunked ? HTTPChunkedWriter.head(status: 200, headers: headers)
                                  : HTTPChunkedWriter.closeDelimitedHead(status: 200, headers: headers))

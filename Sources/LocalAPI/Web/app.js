@@ -259,7 +259,8 @@
     const known = [state.readSent.get(id) || '', (summary && summary.readKey) || ''].sort().pop();
     if (key <= known) return;
     state.readSent.set(id, key);
-    api('PUT', '/.lanchat/conversations/' + encodeURIComponent(id) + '/read', key).catch(() => { state.readSent.delete(id); });
+    // A failure is not retried for this key (no request storm); the next message sends a later one.
+    api('PUT', '/.lanchat/conversations/' + encodeURIComponent(id) + '/read', key).catch(() => {});
   }
 
   function messageSummary(message) {
