@@ -158,10 +158,10 @@ enum Schema {
                 PRIMARY KEY (ord, value, key)
             ) STRICT, WITHOUT ROWID;
             """),
-        // Number 8 is taken by the message storage change developed beside this one; until the
-        // two meet it changes nothing, so the numbers stay sequential.
+        // Number 8 is reserved for another change of the store; it changes nothing here, and
+        // keeps the numbers sequential.
         Migration(version: 8, name: "reserved", sql: ""),
-        // Where the node's user has read each conversation up to (`ReadMarks`): local state of
+        // Where the node's user has read each conversation up to (`Store.markRead`): local state of
         // this node, never a record.
         Migration(version: 9, name: "read marks of conversations", sql: """
             CREATE TABLE read_marks (
