@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 import urllib.error
 import urllib.request
@@ -133,10 +134,67 @@ def message_texts(driver):
     return js(driver, "return Array.from(document.querySelectorAll('#messages .text')).map(e => e.textContent)")
 
 
+def message_count(driver):
+    return js(driver, "return document.querySelectorAll('#messages .text').length")
+
+
 def loaded_photos(driver):
     """Photos in the open conversation that the browser has decoded."""
     return js(driver, "return Array.from(document.querySelectorAll('#messages img.photo'))"
                       ".filter(i => i.complete && i.naturalWidth > 0).map(i => i.getAttribute('src'))")
+
+
+PUSH_ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+
+def push_id(millis, n):
+    """A push id (Firebase's 20 characters: 8 of time, 12 more) for message `n` sent at `millis`."""
+    head = "".join(PUSH_ALPHABET[(millis >> (6 * i)) & 63] for i in reversed(range(8)))
+    tail = "".join(PUSH_ALPHABET[(n >> (6 * i)) & 63] for i in reversed(range(12)))
+    return head + tail
+
+
+class NodeAPI:
+    """The local API of a running node, with its token (for writes made outside the pages)."""
+
+    def __init__(self, data):
+        self.data_json = os.path.join(data, "node.json")
+        with open(self.data_json) as f:
+            self.origin = "http://" + json.load(f)["api"]
+        with open(os.path.join(data, "api.token")) as f:
+            self.token = f.read().strip()
+
+    def peak_memory_mb(self):
+        """The node process's peak resident memory (VmHWM), in MB."""
+        with open(self.data_json) as f:
+            pid = json.load(f)["pid"]
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.origin + path, data=data, method=method,
+                                         headers={"Authorization": "Bearer " + self.token, "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.loads(response.read() or b"null")
+
+
+def until(condition, seconds, message):
+    """Polls `condition` every 0.1 s until it is true, or fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out: " + message)
+        time.sleep(0.1)
+
+
+HISTORY = 10_000  # messages in the long conversation
 
 
 def main():
@@ -359,6 +417,105 @@ def main():
             b.save_screenshot(os.path.join(artifacts, "conversations-narrow.png"))
             width = js(b, "return document.documentElement.scrollWidth")
             assert width <= 400, f"page is {width}px wide in a 400px window"
+
+        # ---- A long conversation: 10,000 messages from B, written in ten updates through B's API.
+        team = "team"
+        api_a, api_b = NodeAPI(data_a), NodeAPI(data_b)
+        base = int(time.time() * 1000) - 400 * 24 * 3600 * 1000  # more than a year ago, a minute apart
+        keys = [push_id(base + i * 60_000, i) for i in range(HISTORY)]
+        texts = [f"History message {i + 1:05d}" for i in range(HISTORY)]
+
+        @check(f"B writes a conversation of {HISTORY:,} messages; A's node has it")
+        def _():
+            started = time.monotonic()
+            api_b.call("PUT", f"/conversations/{team}/meta.json", {"title": "Team history", "members": {uid_a: True, uid_b: True}})
+            for start in range(0, HISTORY, 1000):
+                api_b.call("PATCH", f"/conversations/{team}/messages.json", {
+                    keys[i]: {"senderId": uid_b, "senderName": "Bùi Thị Bích", "date": base + i * 60_000, "text": texts[i]}
+                    for i in range(start, min(start + 1000, HISTORY))})
+            written = time.monotonic() - started
+            until(lambda: (api_a.call("GET", "/.lanchat/conversations").get(team) or {}).get("lastKey") == keys[-1], 120,
+                  "the history on A's node")
+            print(f"      {HISTORY:,} messages written on B in {written:.1f} s, on A after {time.monotonic() - started:.1f} s", flush=True)
+
+        @check("A's conversation list shows summaries: title, last message, unread count from the node")
+        def _():
+            js(a, "location.hash = ''")
+            item = f"#conversation-list li[data-id='{team}']"
+            wait(a, lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, item + " .badge")] == ["99+"], message="unread badge 99+")
+            assert a.find_element(By.CSS_SELECTOR, item + " .item-title").text == "Team history"
+            assert a.find_element(By.CSS_SELECTOR, item + " .item-sub").text == texts[-1]
+            summary = api_a.call("GET", "/.lanchat/conversations")[team]
+            assert summary["unread"] == 100 and summary["last"]["text"] == texts[-1], summary
+            # The page never reads the conversations' messages to make the list.
+            fetched = js(a, "return performance.getEntriesByType('resource').map(e => e.name)")
+            assert not [u for u in fetched if "/conversations.json" in u], fetched
+            a.save_screenshot(os.path.join(artifacts, "conversations-long.png"))
+
+        @check("the page loads with the long conversation listed quickly")
+        def _():
+            started = time.monotonic()
+            a.get(origin_a + "/")
+            wait(a, lambda d: d.find_elements(By.CSS_SELECTOR, f"#conversation-list li[data-id='{team}'] .badge"), message="list")
+            print(f"      conversation list shown {1000 * (time.monotonic() - started):.0f} ms after loading the page", flush=True)
+
+        @check(f"A opens the {HISTORY:,}-message conversation: the last messages first, marked read")
+        def _():
+            started = time.monotonic()
+            js(a, "location.hash = '#c/' + encodeURIComponent(arguments[0])", team)
+            wait(a, lambda d: (message_texts(d) or [""])[-1] == texts[-1], message="the last message shown")
+            shown = 1000 * (time.monotonic() - started)
+            in_page = js(a, "return window.__lanchatFirstMessagesMs")
+            print(f"      time to first messages shown, first open: {shown:.0f} ms (in the page: {in_page:.0f} ms from opening to the first window)", flush=True)
+            assert message_texts(a) == texts[-50:], message_texts(a)[:3]
+            at_bottom = js(a, "const l = document.getElementById('messages'); return l.scrollHeight - l.scrollTop - l.clientHeight < 2")
+            assert at_bottom, "not scrolled to the newest message"
+            wait(a, lambda d: not d.find_elements(By.CSS_SELECTOR, f"#conversation-list li[data-id='{team}'] .badge"), message="badge gone")
+            until(lambda: api_a.call("GET", "/.lanchat/conversations")[team]["unread"] == 0, WAIT, "the read mark on A's node")
+            assert api_a.call("GET", "/.lanchat/conversations")[team]["readKey"] == keys[-1]
+            a.save_screenshot(os.path.join(artifacts, "conversation-long.png"))
+
+        @check("opened again, the conversation shows its last messages as quickly (the node's order index is kept)")
+        def _():
+            js(a, "location.hash = ''")
+            wait(a, lambda d: d.find_element(By.ID, "welcome").is_displayed(), message="list")
+            started = time.monotonic()
+            js(a, "location.hash = '#c/' + encodeURIComponent(arguments[0])", team)
+            wait(a, lambda d: (message_texts(d) or [""])[-1] == texts[-1] and message_count(d) == 50, message="the last messages shown again")
+            print(f"      time to first messages shown, opened again: {1000 * (time.monotonic() - started):.0f} ms", flush=True)
+
+        @check("scrolling up loads older messages, page by page, until the first")
+        def _():
+            started = time.monotonic()
+            scrolls = 0
+            deadline = time.monotonic() + 180
+            while js(a, "return document.getElementById('messages').dataset.history") != "complete":
+                before = message_count(a)
+                js(a, "document.getElementById('messages').scrollTop = 0")
+                scrolls += 1
+                wait(a, lambda d: message_count(d) > before or js(d, "return document.getElementById('messages').dataset.history") == "complete",
+                     message=f"older messages after {before}")
+                # What the reader was looking at stays in view: the list grew above it.
+                assert js(a, "return document.getElementById('messages').scrollTop") > 0 or message_count(a) == before
+                assert time.monotonic() < deadline, "scrolling back took too long"
+            elapsed = time.monotonic() - started
+            shown = message_texts(a)
+            assert shown == texts, (len(shown), shown[:2], shown[-2:])
+            print(f"      scrolled back through {HISTORY:,} messages in {elapsed:.1f} s ({scrolls} scrolls)", flush=True)
+            js(a, "document.getElementById('messages').scrollTop = 0")
+            a.save_screenshot(os.path.join(artifacts, "conversation-long-start.png"))
+
+        @check("a new message arrives live at the bottom, and the list puts its conversation first")
+        def _():
+            js(a, "const l = document.getElementById('messages'); l.scrollTop = l.scrollHeight")
+            api_b.call("POST", f"/conversations/{team}/messages.json",
+                       {"senderId": uid_b, "senderName": "Bùi Thị Bích", "date": {".sv": "timestamp"}, "text": "Live after the history"})
+            wait(a, lambda d: (message_texts(d) or [""])[-1] == "Live after the history", message="live message")
+            assert message_texts(a)[:-1] == texts, "older messages lost when the new one came"
+            wait(a, lambda d: d.find_element(By.CSS_SELECTOR, "#conversation-list li:first-child").get_attribute("data-id") == team,
+                 message="conversation first in the list")
+            assert not a.find_elements(By.CSS_SELECTOR, f"#conversation-list li[data-id='{team}'] .badge"), "an open conversation shows unread"
+            print(f"      node A's peak memory (VmHWM) over the whole test: {api_a.peak_memory_mb():.0f} MB", flush=True)
 
         @check("no errors in the browsers' consoles")
         def _():

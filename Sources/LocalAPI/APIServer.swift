@@ -247,6 +247,11 @@ final class APIConnection {
             return
         }
         let wantsStream = request.method == "GET" && (request.header("accept") ?? "").contains("text/event-stream")
+        if wantsStream, request.path == [".lanchat", "conversations"] {
+            streaming = true
+            server.events.conversations.add(connection, version: request.version)
+            return
+        }
         if wantsStream {
             switch RESTHandler.treePath(request) {
             case let .path(path):

@@ -12,6 +12,8 @@ import Wire
 /// unsent bytes are bounded: one that cannot keep up is closed, without slowing the node.
 final class EventHub {
     let node: Node
+    /// The streams of the conversation list (`/.lanchat/conversations`), fed the same records.
+    let conversations: ConversationStreams
     private var listeners: [ObjectIdentifier: Listener] = [:]
 
     struct Listener {
@@ -44,7 +46,10 @@ final class EventHub {
     /// Between keep-alive events (Python's client times out after 120 s of silence).
     static let keepAliveInterval: DispatchTimeInterval = .seconds(30)
 
-    init(node: Node) { self.node = node }
+    init(node: Node) {
+        self.node = node
+        conversations = ConversationStreams(node: node)
+    }
 
     /// Registers with the node, then calls `ready` on the node's queue; call on the node's queue.
     /// The caller must not let any listener in (nor accept any write) before `ready` runs:
@@ -76,6 +81,7 @@ final class EventHub {
         if let observer { node.removeObserver(observer) }
         for listener in listeners.values { listener.connection.close() }
         listeners.removeAll()
+        conversations.close()
     }
 
     /// Answers the stream request and sends the initial snapshot, atomically on the node's queue:
@@ -136,10 +142,11 @@ final class EventHub {
     }
 
     /// How many listeners are registered; call on the node's queue.
-    var listenerCount: Int { listeners.count }
+    var listenerCount: Int { listeners.count + conversations.listenerCount }
 
     func remove(_ connection: TCPConnection) {
         listeners.removeValue(forKey: ObjectIdentifier(connection))
+        conversations.remove(connection)
     }
 
     /// One event, as a chunk or bare. LF only, one line of JSON: anything else kills Python's client.
@@ -172,6 +179,7 @@ final class EventHub {
 
     private func broadcastKeepAlive() {
         for listener in listeners.values { send("keep-alive", .null, to: listener) }
+        conversations.keepAlive()
     }
 
     /// The value a listener sees at `path`: the location's, or its query's window.
@@ -192,6 +200,7 @@ final class EventHub {
     /// A listener with a query gets only what changes inside its window (`windowChanges`).
     func recordsAdded(_ records: [Record]) {
         dispatchPrecondition(condition: .onQueue(node.queue))
+        conversations.recordsAdded(records)
         guard !listeners.isEmpty else { return }
         var cache: [Path: JSONValue] = [:]
         func value(_ path: Path) -> JSONValue {

@@ -10,6 +10,7 @@ import Tree
 enum Router {
     static func handle(_ request: HTTPRequest, server: APIServer) -> HTTPResponse {
         if request.path.first == ".lanchat" {
+            if request.path.count > 1, request.path[1] == "conversations" { return ConversationEndpoints.handle(request, server: server) }
             return NodeEndpoints.handle(request, node: server.node)
         }
         if request.path.count >= 4, request.path[0] == "v0", request.path[1] == "b", !(request.path.last ?? "").hasSuffix(".json") {
@@ -84,6 +85,55 @@ enum NodeEndpoints {
             return APIResponse.json(peers)
         default:
             return APIResponse.error(404, "Not found")
+        }
+    }
+}
+
+/// The conversation list of the web chat: `GET /.lanchat/conversations` answers every
+/// conversation's summary keyed by its id (`Store.conversationSummaries`; with
+/// `Accept: text/event-stream` it is a live stream, `ConversationStreams`), and
+/// `PUT /.lanchat/conversations/<id>/read` with a message key as a JSON string moves the node's
+/// user's read mark of that conversation forward (answering `{"readKey": ...}`, the mark now).
+enum ConversationEndpoints {
+    /// A read mark is a message key (at most 768 bytes, the path limit); anything longer is refused unread.
+    static let maxBody = 1024
+
+    static func handle(_ request: HTTPRequest, server: APIServer) -> HTTPResponse {
+        let node = server.node
+        let rest = Array(request.path.dropFirst(2))
+        do {
+            switch (request.method, rest.count) {
+            case ("GET", 0):
+                return APIResponse.json(try ConversationStreams.all(node))
+            case ("PUT", 2) where rest[1] == "read", ("POST", 2) where rest[1] == "read":
+                guard request.body.count <= maxBody else { return APIResponse.error(413, "A read mark is one message key") }
+                guard case let .string(key) = try? JSONValue.parse(request.body) else {
+                    return APIResponse.error(400, "The body must be a message key as a JSON string")
+                }
+                let moved: Bool
+                let mark: String?
+                do {
+                    (moved, mark) = try node.withStoreOnQueue { store, _ in
+                        let moved = try store.markRead(rest[0], upTo: key)
+                        return (moved, try store.readMark(rest[0]))
+                    }
+                } catch let error as TreeError {
+                    return APIResponse.error(400, "\(error)")
+                }
+                // The id as the tree keeps it (NFC), which is how streams name the conversation.
+                if moved, let id = try? Path(segments: ["conversations", rest[0]]).key {
+                    server.events.conversations.changed(id)
+                }
+                return APIResponse.json(.object(["readKey": mark.map(JSONValue.string) ?? .null]))
+            case (_, 0):
+                return APIResponse.error(405, "Method not allowed")
+            case (_, 2) where rest[1] == "read":
+                return APIResponse.error(405, "Method not allowed")
+            default:
+                return APIResponse.error(404, "Not found")
+            }
+        } catch {
+            return APIResponse.error(500, "\(error)")
         }
     }
 }

@@ -21,6 +21,8 @@ import SQLite
 /// - `meta`: small settings such as the hybrid logical clock.
 /// - `zone_orders`, `zone_order_rows` (migration 7): order indexes of the locations whose children
 ///   are zones (`/users`, a conversation's messages), see `ZoneOrders`.
+/// - `read_marks` (migration 9): the last message key the node's user has read in each
+///   conversation, see `ConversationSummaries`.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -154,6 +156,17 @@ enum Schema {
                 value BLOB NOT NULL,
                 key BLOB NOT NULL,
                 PRIMARY KEY (ord, value, key)
+            ) STRICT, WITHOUT ROWID;
+            """),
+        // Number 8 is reserved for another change of the store; it changes nothing here, and
+        // keeps the numbers sequential.
+        Migration(version: 8, name: "reserved", sql: ""),
+        // Where the node's user has read each conversation up to (`Store.markRead`): local state of
+        // this node, never a record.
+        Migration(version: 9, name: "read marks of conversations", sql: """
+            CREATE TABLE read_marks (
+                conversation TEXT PRIMARY KEY,
+                key TEXT NOT NULL
             ) STRICT, WITHOUT ROWID;
             """),
     ]

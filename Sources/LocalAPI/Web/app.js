@@ -8,11 +8,21 @@
   const IMAGE_TYPES = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
   const $ = (id) => document.getElementById(id);
 
+  // A conversation opens with its last PAGE messages (a stream of that window); scrolling up
+  // fetches OLDER_PAGE more at a time, so opening a long conversation reads only its end.
+  const PAGE = 50;
+  const OLDER_PAGE = 200;
+
   const state = {
     me: { uid: null, profile: null },
-    convRoot: {},            // /conversations as streamed
+    summaries: {},           // conversation id -> summary from /.lanchat/conversations, as streamed
     current: null,           // the open conversation id
-    currentMessages: {},     // its messages, as streamed
+    currentMessages: {},     // its messages shown: the streamed window and the older pages loaded
+    window: {},              // the streamed window of its last messages
+    keys: [],                // currentMessages' keys, sorted
+    reachedStart: false,     // whether its first message is loaded
+    loadingOlder: false,
+    readSent: new Map(),     // conversation id -> the read mark last sent to the node
     messageStream: null,
     messageNodes: new Map(), // message key -> {li, json}
     started: new Set(),      // conversations opened here that have no message yet
@@ -143,7 +153,7 @@
       if (avatar) fillAvatar(avatar, uid, profileName(profile));
     }
     if (state.current && otherMember(state.current) === uid) {
-      $('conversation-title').textContent = conversationTitle(state.current, (state.convRoot[state.current] || {}).messages);
+      $('conversation-title').textContent = conversationTitle(state.current);
       fillAvatar($('conversation-avatar'), uid, profileName(profile));
     }
   }
@@ -225,39 +235,57 @@
     }
     return null;
   }
-  function conversationTitle(id, messages) {
+  // A conversation's title: its meta title, the other member's name for a direct one (from the
+  // profile, else from a message they sent), else its id.
+  function conversationTitle(id) {
+    const summary = state.summaries[id];
+    if (summary && typeof summary.title === 'string' && summary.title.trim()) return summary.title;
     const other = otherMember(id);
     if (!other) return id;
     const profile = knownUser(other);
     if (profileName(profile)) return profileName(profile);
-    for (const key of Object.keys(messages || {})) {
-      const m = messages[key];
-      if (m && m.senderId === other && m.senderName) return m.senderName;
+    const hints = [summary && summary.last].concat(state.current === id ? state.keys.slice(-PAGE).map((k) => state.currentMessages[k]) : []);
+    for (const m of hints) {
+      if (m && m.senderId === other && typeof m.senderName === 'string' && m.senderName) return m.senderName;
     }
     return shortId(other);
   }
 
-  function readKey(id) { return localStorage.getItem('lanchat.read.' + state.me.uid + '.' + id) || ''; }
+  // The node keeps where this user has read each conversation up to (it counts the unread
+  // messages from it); the page moves it forward as the newest messages are shown.
   function markRead(id, key) {
-    if (key && key > readKey(id)) localStorage.setItem('lanchat.read.' + state.me.uid + '.' + id, key);
+    if (!key) return;
+    const summary = state.summaries[id];
+    const known = [state.readSent.get(id) || '', (summary && summary.readKey) || ''].sort().pop();
+    if (key <= known) return;
+    state.readSent.set(id, key);
+    // A failure is not retried for this key (no request storm); the next message sends a later one.
+    api('PUT', '/.lanchat/conversations/' + encodeURIComponent(id) + '/read', key).catch(() => {});
   }
 
   function messageSummary(message) {
     if (!message || typeof message !== 'object') return '';
     const who = message.senderId === state.me.uid ? 'You: ' : '';
     if (typeof message.text === 'string' && message.text) return who + message.text.replace(/\s+/g, ' ');
-    if (message.photoURL) return who + 'Photo';
+    if (message.photoURL || message.photo) return who + 'Photo';
     return '';
   }
 
+  // Made once: toLocale*String builds a formatter per call, which dominated showing a page of
+  // older messages.
+  const formats = {
+    time: new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' }),
+    day: new Intl.DateTimeFormat([], { day: 'numeric', month: 'short' }),
+    dayAndYear: new Intl.DateTimeFormat([], { day: 'numeric', month: 'short', year: 'numeric' }),
+  };
   function formatTime(millis, long) {
-    if (typeof millis !== 'number') return '';
+    if (typeof millis !== 'number' || !Number.isFinite(millis) || Math.abs(millis) > 8.64e15) return '';
     const date = new Date(millis);
     const now = new Date();
     const sameDay = date.toDateString() === now.toDateString();
-    const time = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    const time = formats.time.format(date);
     if (sameDay && !long) return time;
-    return date.toLocaleDateString([], { day: 'numeric', month: 'short', year: date.getFullYear() === now.getFullYear() ? undefined : 'numeric' }) + ' ' + time;
+    return (date.getFullYear() === now.getFullYear() ? formats.day : formats.dayAndYear).format(date) + ' ' + time;
   }
 
   let listScheduled = false;
@@ -269,21 +297,16 @@
 
   function renderConversationList() {
     const list = $('conversation-list');
-    const root = state.convRoot || {};
     const rows = [];
-    const ids = new Set(Object.keys(root).concat(Array.from(state.started)));
+    const ids = new Set(Object.keys(state.summaries).concat(Array.from(state.started)));
     for (const id of ids) {
-      const messages = (root[id] && root[id].messages) || {};
-      const keys = Object.keys(messages).sort();
-      const lastKey = keys.length ? keys[keys.length - 1] : '';
-      if (id === state.current && document.visibilityState === 'visible') markRead(id, lastKey);
-      const read = readKey(id);
-      let unread = 0;
-      for (let i = keys.length - 1; i >= 0 && keys[i] > read; i--) {
-        const m = messages[keys[i]];
-        if (m && m.senderId !== state.me.uid) unread++;
-      }
-      rows.push({ id, messages, lastKey, last: lastKey ? messages[lastKey] : null, unread });
+      const summary = state.summaries[id] || {};
+      const lastKey = typeof summary.lastKey === 'string' ? summary.lastKey : '';
+      const reading = id === state.current && document.visibilityState === 'visible';
+      if (reading) markRead(id, lastKey);
+      // The open conversation shows everything up to the last message: nothing in it is unread.
+      const unread = reading || typeof summary.unread !== 'number' ? 0 : summary.unread;
+      rows.push({ id, lastKey, last: summary.last || null, unread });
     }
     // Newest first; conversations just started here (no message yet) on top.
     rows.sort((a, b) => (a.lastKey === b.lastKey ? (a.id < b.id ? -1 : 1) : (!a.lastKey ? -1 : !b.lastKey ? 1 : (a.lastKey > b.lastKey ? -1 : 1))));
@@ -303,7 +326,7 @@
         li.appendChild(button);
       }
       const button = li.firstChild;
-      const title = conversationTitle(row.id, row.messages);
+      const title = conversationTitle(row.id);
       const summary = messageSummary(row.last);
       const when = row.last ? formatTime(row.last.date) : '';
       const signature = [title, summary, when, row.unread, row.id === state.current].join('\u0001');
@@ -348,18 +371,25 @@
       closeConversation();
       state.current = id;
       state.currentMessages = {};
-      $('messages').replaceChildren();
+      state.window = {};
+      state.keys = [];
+      state.reachedStart = false;
+      state.loadingOlder = false;
+      state.openedAt = performance.now();
+      const list = $('messages');
+      list.replaceChildren();
+      delete list.dataset.history;
       state.messageNodes.clear();
       const stamp = id;
-      state.messageStream = stream(messagesPath(id), (kind, event) => {
+      const query = '?orderBy=' + encodeURIComponent('"$key"') + '&limitToLast=' + PAGE;
+      state.messageStream = stream(messagesPath(id) + query, (kind, event) => {
         if (state.current !== stamp) return;
-        state.currentMessages = applyEvent(state.currentMessages, kind, event) || {};
-        renderMessages();
+        windowChanged(kind, event);
       });
     }
     const showTitle = () => {
       if (state.current !== id) return;
-      const title = conversationTitle(id, (state.convRoot[id] || {}).messages);
+      const title = conversationTitle(id);
       $('conversation-title').textContent = title;
       document.title = title + ' · lanchat';
       return title;
@@ -377,34 +407,139 @@
     state.current = null;
   }
 
-  function renderMessages() {
+  // An event of the stream of the last PAGE messages. A message that leaves the window was
+  // deleted if the window still reaches below it, or holds fewer than PAGE messages (then there
+  // is nothing older); otherwise a newer message pushed it out, and it stays shown.
+  function windowChanged(kind, event) {
+    const before = state.window;
+    const after = applyEvent(JSON.parse(JSON.stringify(before)), kind, event) || {};
+    state.window = after;
+    const keys = Object.keys(after).sort();
+    const lowest = keys.length ? keys[0] : null;
+    const changed = [];
+    const removed = [];
+    if (keys.length === PAGE && state.keys.length && lowest > state.keys[state.keys.length - 1]) {
+      // The stream came back after more than a window of new messages: what was shown is no
+      // longer next to them, so the list starts again from the window.
+      for (const key of state.keys.slice()) removed.push(key);
+      state.reachedStart = false;
+      delete $('messages').dataset.history;
+    }
+    for (const key of keys) {
+      if (JSON.stringify(after[key]) !== JSON.stringify(state.currentMessages[key])) changed.push(key);
+    }
+    for (const key of Object.keys(before)) {
+      if (key in after) continue;
+      if (keys.length < PAGE || (lowest !== null && key > lowest)) removed.push(key);
+    }
+    if (keys.length < PAGE) state.reachedStart = true;
+    for (const key of changed) state.currentMessages[key] = after[key];
+    for (const key of removed) delete state.currentMessages[key];
+    renderMessages(changed, removed, false);
+    if (keys.length && state.openedAt !== undefined) {
+      window.__lanchatFirstMessagesMs = performance.now() - state.openedAt;
+      state.openedAt = undefined;
+    }
+    requestAnimationFrame(maybeLoadOlder);
+  }
+
+  // Loads the page before the oldest message shown when the list is scrolled near its top (or
+  // does not fill the view). `endAt` is inclusive, so one more is asked for and the oldest
+  // shown, which comes back too, is dropped.
+  async function maybeLoadOlder() {
+    const list = $('messages');
+    const id = state.current;
+    if (state.reachedStart && state.keys.length) list.dataset.history = 'complete';
+    if (!id || state.reachedStart || state.loadingOlder || !state.keys.length || list.scrollTop > 400) return;
+    state.loadingOlder = true;
+    list.dataset.history = 'loading';
+    const oldest = state.keys[0];
+    const query = '?orderBy=' + encodeURIComponent('"$key"') + '&endAt=' + encodeURIComponent(JSON.stringify(oldest))
+      + '&limitToLast=' + (OLDER_PAGE + 1);
+    let page;
+    try {
+      page = await api('GET', messagesPath(id) + query);
+    } catch (e) {
+      if (state.current === id) { state.loadingOlder = false; list.dataset.history = ''; }
+      if (!(e instanceof AuthError)) setTimeout(maybeLoadOlder, 2000);
+      return;
+    }
+    if (state.current !== id) return;
+    state.loadingOlder = false;
+    const members = page && typeof page === 'object' ? page : {};
+    const added = Object.keys(members).filter((key) => key < oldest && !(key in state.currentMessages));
+    if (Object.keys(members).filter((key) => key < oldest).length < OLDER_PAGE) state.reachedStart = true;
+    for (const key of added) state.currentMessages[key] = members[key];
+    renderMessages(added, [], true);
+    list.dataset.history = state.reachedStart ? 'complete' : '';
+    requestAnimationFrame(maybeLoadOlder);
+  }
+
+  // The index of the first key in the sorted `keys` not below `key`.
+  function lowerBound(keys, key) {
+    let low = 0, high = keys.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (keys[mid] < key) low = mid + 1; else high = mid;
+    }
+    return low;
+  }
+
+  // Brings the list in step with currentMessages for the keys that changed or went; older
+  // messages added at the top keep what the reader sees in place.
+  function renderMessages(changed, removed, older) {
     const list = $('messages');
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
-    const messages = state.currentMessages || {};
-    const keys = Object.keys(messages).sort();
+    const fromBottom = list.scrollHeight - list.scrollTop;
     let mineAdded = false;
-    const seen = new Set(keys);
-    for (const [key, entry] of state.messageNodes) {
-      if (!seen.has(key)) { entry.li.remove(); state.messageNodes.delete(key); }
+    let newest = false;
+    for (const key of removed) {
+      const entry = state.messageNodes.get(key);
+      if (entry) { entry.li.remove(); state.messageNodes.delete(key); }
+      const index = lowerBound(state.keys, key);
+      if (state.keys[index] === key) state.keys.splice(index, 1);
     }
-    keys.forEach((key, index) => {
-      const message = messages[key];
-      const json = JSON.stringify(message);
-      let entry = state.messageNodes.get(key);
-      if (!entry) {
-        entry = { li: document.createElement('li'), json: '' };
+    const sorted = changed.slice().sort();
+    if (older && sorted.length) {
+      // A page of older messages: all below the oldest shown, inserted at once.
+      const fragment = document.createDocumentFragment();
+      for (const key of sorted) {
+        const entry = { li: document.createElement('li'), json: JSON.stringify(state.currentMessages[key]) };
         entry.li.dataset.key = key;
+        fillMessage(entry.li, state.currentMessages[key]);
         state.messageNodes.set(key, entry);
-        if (message && message.senderId === state.me.uid) mineAdded = true;
+        fragment.appendChild(entry.li);
       }
-      if (entry.json !== json) {
-        entry.json = json;
-        fillMessage(entry.li, message);
+      state.keys = sorted.concat(state.keys);
+      // History, not news: kept out of what the live region announces.
+      list.setAttribute('aria-busy', 'true');
+      list.insertBefore(fragment, list.firstChild);
+      requestAnimationFrame(() => list.removeAttribute('aria-busy'));
+    } else {
+      for (const key of sorted) {
+        const message = state.currentMessages[key];
+        const json = JSON.stringify(message);
+        let entry = state.messageNodes.get(key);
+        if (!entry) {
+          entry = { li: document.createElement('li'), json: '' };
+          entry.li.dataset.key = key;
+          state.messageNodes.set(key, entry);
+          const index = lowerBound(state.keys, key);
+          state.keys.splice(index, 0, key);
+          const next = index + 1 < state.keys.length ? state.messageNodes.get(state.keys[index + 1]) : null;
+          list.insertBefore(entry.li, next ? next.li : null);
+          if (message && message.senderId === state.me.uid) mineAdded = true;
+          if (index === state.keys.length - 1) newest = true;
+        }
+        if (entry.json !== json) {
+          entry.json = json;
+          fillMessage(entry.li, message);
+        }
       }
-      if (list.children[index] !== entry.li) list.insertBefore(entry.li, list.children[index] || null);
-    });
-    if (atBottom || mineAdded) list.scrollTop = list.scrollHeight;
-    if (document.visibilityState === 'visible' && keys.length) markRead(state.current, keys[keys.length - 1]);
+    }
+    if (older) list.scrollTop = list.scrollHeight - fromBottom;
+    else if (atBottom || mineAdded || (newest && state.keys.length <= sorted.length)) list.scrollTop = list.scrollHeight;
+    if (document.visibilityState === 'visible' && state.keys.length) markRead(state.current, state.keys[state.keys.length - 1]);
     scheduleConversationList();
   }
 
@@ -425,7 +560,7 @@
     const fallback = typeof message.senderName === 'string' && message.senderName ? message.senderName : shortId(message.senderId);
     sender.textContent = mine ? myName() : (profileName(knownUser(message.senderId)) || fallback);
     const time = document.createElement('time');
-    if (typeof message.date === 'number') {
+    if (typeof message.date === 'number' && Math.abs(message.date) <= 8.64e15) {  // a Date can hold it
       time.dateTime = new Date(message.date).toISOString();
       time.textContent = formatTime(message.date);
       time.title = formatTime(message.date, true);
@@ -760,6 +895,7 @@
       if (file) uploadPicture(file);
     });
     window.addEventListener('hashchange', route);
+    $('messages').addEventListener('scroll', () => { if ($('messages').scrollTop < 400) maybeLoadOlder(); }, { passive: true });
     document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') scheduleConversationList(); });
   }
 
@@ -793,8 +929,8 @@
       state.users.set(state.me.uid, entry);
       renderMe();
     });
-    stream(dbPath(['conversations']), (kind, event) => {
-      state.convRoot = applyEvent(state.convRoot, kind, event) || {};
+    stream('/.lanchat/conversations', (kind, event) => {
+      state.summaries = applyEvent(state.summaries, kind, event) || {};
       scheduleConversationList();
     });
     renderMe();
