@@ -39,7 +39,7 @@ public final class APIServer: @unchecked Sendable {
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.maxConnections = maxConnections
         listener = try TCPListener(bind: address, queue: node.queue)
-        events = EventHub(node: node)
+        events = EventHub(node: node, stallSeconds: idleTimeoutSeconds)
     }
 
     /// Starts accepting; call on the node's queue. Connections are accepted once the event hub
@@ -289,7 +289,8 @@ final class APIConnection {
         else { return false }
         let chunked = request.version != .http1_0
         let keepAlive = request.keepAlive && chunked
-        guard let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked) else {
+        guard let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked,
+                                      stallSeconds: server.idleTimeoutSeconds) else {
             send(StreamedRead.refusal(), keepAlive: request.keepAlive)
             return true
         }

@@ -46,8 +46,12 @@ final class EventHub {
     /// Between keep-alive events (Python's client times out after 120 s of silence).
     static let keepAliveInterval: DispatchTimeInterval = .seconds(30)
 
-    init(node: Node) {
+    /// How long a client may take nothing of a first `put` that is streamed (`StreamedRead`).
+    private let stallSeconds: Double
+
+    init(node: Node, stallSeconds: Double) {
         self.node = node
+        self.stallSeconds = stallSeconds
         conversations = ConversationStreams(node: node)
     }
 
@@ -92,7 +96,8 @@ final class EventHub {
             : try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
         var read: StreamedRead?
         if let snapshot {
-            read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: version != .http1_0)
+            read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: version != .http1_0,
+                                stallSeconds: stallSeconds)
             guard read != nil else {
                 var refusal = StreamedRead.refusal()
                 refusal.headers.append(("Connection", "close"))

@@ -17,9 +17,10 @@ import Tree
 final class StreamedRead {
     /// Bytes read and written at a time.
     static let pieceSize = 1 << 17
-    /// A client that takes no piece for this long is closed: while a read is open its snapshot
-    /// holds the WAL back from checkpoints, so it must not last at a client's pleasure.
-    static let stallLimit: DispatchTimeInterval = .seconds(120)
+    /// A client that takes no piece for this long (the API's idle time, 120 s by default) is
+    /// closed: while a read is open its snapshot holds the WAL back from checkpoints, so it must
+    /// not last at a client's pleasure.
+    private let stallLimit: DispatchTimeInterval
     /// Pieces the client has taken so far; the stall check compares it.
     private var piecesTaken = 0
 
@@ -38,10 +39,11 @@ final class StreamedRead {
     static let open = ReadCount()
 
     /// A read of `path` in `snapshot`, to be written to `connection` (whose queue is
-    /// `nodeQueue`), each piece as an HTTP chunk when `chunked`; nil when `maxOpen` reads are
-    /// open already.
-    init?(connection: TCPConnection, nodeQueue: DispatchQueue, snapshot: TreeSnapshot, path: Path, chunked: Bool) {
+    /// `nodeQueue`), each piece as an HTTP chunk when `chunked`, closed when the client takes
+    /// nothing for `stallSeconds`; nil when `maxOpen` reads are open already.
+    init?(connection: TCPConnection, nodeQueue: DispatchQueue, snapshot: TreeSnapshot, path: Path, chunked: Bool, stallSeconds: Double) {
         guard StreamedRead.open.acquire(limit: StreamedRead.maxOpen) else { return nil }
+        stallLimit = .milliseconds(max(1, Int(stallSeconds * 1000)))
         self.connection = connection
         self.nodeQueue = nodeQueue
         self.snapshot = snapshot
@@ -121,7 +123,7 @@ final class StreamedRead {
                     this.pump(source.value, suffix: suffix, finished: finished)
                 }
                 let weak = WeakReference(this)
-                this.nodeQueue.asyncAfter(deadline: .now() + StreamedRead.stallLimit) {
+                this.nodeQueue.asyncAfter(deadline: .now() + this.stallLimit) {
                     guard let read = weak.value, read.piecesTaken == taken, !read.connection.isClosed else { return }
                     read.connection.close()
                 }

@@ -258,12 +258,9 @@ struct LargeReadTests {
         #expect(try listener.nextChange().json == ["path": "/k5/n", "data": -5])
     }
 
-    @Test("large reads open at once are bounded: beyond the limit a client gets 429, and a read that ends frees its place")
-    func openReadsAreBounded() throws {
-        let api = try APIFixture()
-        defer { api.shutdown() }
-        // About 10 MB in 5,000 rows: more than a client that does not read, and the kernel's
-        // buffers, can take, so each read stays open.
+    /// About 10 MB in 5,000 rows at `/many`: more than a client that does not read, and the
+    /// kernel's buffers, can take, so a read of it stays open while its client takes nothing.
+    static func writeMany(_ api: APIFixture) throws {
         for group in 0..<10 {
             var members: [String: JSONValue] = [:]
             for item in 0..<500 { members[Self.itemKey(item)] = .string(String(repeating: "x", count: 2_000)) }
@@ -271,6 +268,13 @@ struct LargeReadTests {
                 try store.set(try Path("/many/" + Self.groupKey(group)), to: .object(members), signer: key, nowMillis: 1_700_000_000_000)
             }
         }
+    }
+
+    @Test("large reads open at once are bounded: beyond the limit a client gets 429, and a read that ends frees its place")
+    func openReadsAreBounded() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        try Self.writeMany(api)
         // Reads of other tests in this process may hold a few places meanwhile.
         var idle: [RawClient] = []
         var refusedClient: RawClient?
@@ -303,5 +307,37 @@ struct LargeReadTests {
             Thread.sleep(forTimeInterval: 0.05)
         }
         #expect(status == 200)
+    }
+
+    @Test("a client that takes nothing of a large read for the idle time is disconnected; one that pauses for less gets it whole")
+    func stalledReadIsClosed() throws {
+        let idle = 1.5
+        let api = try APIFixture(idleTimeoutSeconds: idle)
+        defer { api.shutdown() }
+        try Self.writeMany(api)
+        let whole = try api.node.read { store in try store.value(at: try Path("/many")) }.serialized()
+
+        // Past the limit: the client reads the head, then takes nothing for twice the idle time
+        // (that pause is what is tested). The node has closed it by then: what is left to read
+        // ends before the body does.
+        let stalled = try api.client(receiveBuffer: 4096)
+        try stalled.send(RawClient.request("GET", "/many.json"))
+        #expect(try stalled.readHead().status == 200)
+        Thread.sleep(forTimeInterval: idle * 2)
+        let rest = try stalled.readToEnd()
+        #expect(rest.count < whole.utf8.count, "the stalled read was not closed")
+        #expect(!rest.suffix(5).elementsEqual(Array("0\r\n\r\n".utf8)), "a closed read must not end as if complete")
+
+        // At the limit's safe side: a client that pauses for a fifth of the idle time between
+        // reads gets the body whole.
+        let slow = try api.client(receiveBuffer: 4096)
+        try slow.send(RawClient.request("GET", "/many.json", headers: [("Connection", "close")]))
+        let (status, headers) = try slow.readHead()
+        #expect(status == 200)
+        for _ in 0..<3 {
+            Thread.sleep(forTimeInterval: idle / 5)
+            _ = try slow.fill()
+        }
+        #expect(try slow.readBody(status: status, headers: headers).text == whole)
     }
 }

@@ -47,4 +47,31 @@ struct TreeStreamTests {
         snapshot.close()
         #expect(try TreeSnapshot.open(store).map { try Self.streamed($0, .root, rows: 1, size: 100) } == store.value(at: .root).serialized())
     }
+
+    @Test("a value of 256 leaves and zones is read whole; one more makes it large, whichever kind the extra row is")
+    func largeValueThreshold() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try Store(path: dir.path + "/store.sqlite")
+        let author = testAuthors[0]
+        let rows = TreeStream.wholeReadRows
+        let leaves = JSONValue.object(Dictionary(uniqueKeysWithValues: (0..<rows).map { ("k\($0)", JSONValue.number(Double($0))) }))
+        _ = try store.set(try Path("/open"), to: leaves, signer: author, nowMillis: 1_700_000_000_000)
+        #expect(try !store.isLargeValue(at: Path("/open")))
+        #expect(try !store.isLargeValue(at: Path("/open"), rows: rows))
+        _ = try store.set(try Path("/open/one-more"), to: true, signer: author, nowMillis: 1_700_000_000_001)
+        #expect(try store.isLargeValue(at: Path("/open")))
+        // Messages count as a row each, whole (their fields are inside the zone's row).
+        let messages = try Path("/conversations/c/messages")
+        for n in 0..<(rows - 1) {
+            _ = try store.push(messages, value: ["senderId": .string(author.publicKey.userID), "text": .string("hello \(n)"), "date": .number(Double(n))], signer: author,
+                               nowMillis: 1_700_000_000_002 + UInt64(n))
+        }
+        _ = try store.set(try Path("/conversations/c/meta/title"), to: "Chat", signer: author, nowMillis: 1_700_000_001_000)
+        #expect(try !store.isLargeValue(at: Path("/conversations/c")))
+        let last = try store.push(messages, value: ["senderId": .string(author.publicKey.userID), "text": "one more"], signer: author, nowMillis: 1_700_000_001_001).key
+        #expect(try store.isLargeValue(at: Path("/conversations/c")))
+        // Inside a message nothing is large.
+        #expect(try !store.isLargeValue(at: messages.appending(last), rows: 0))
+    }
 }
