@@ -112,17 +112,28 @@ struct RESTHandler {
         return nil
     }
 
-    private func written(_ path: Path, _ request: HTTPRequest, _ shown: JSONValue) throws -> HTTPResponse {
-        let etag = firebaseETag(of: try current(path))
-        if silent(request) { return APIResponse.noContent(extra: [("ETag", etag)]) }
-        return APIResponse.json(shown, extra: [("ETag", etag)], pretty: pretty(request))
+    /// The answer to a write: `shown` (what Firebase echoes), with the location's new ETag.
+    /// After a PUT the location's value is what is shown, read anyway; after a PATCH or DELETE
+    /// the ETag takes a read of the whole location (for a PATCH at `/`, the whole tree), so it
+    /// is worked out only when the client asks for it (`X-Firebase-ETag: true`, or an `if-match`
+    /// write, whose next step needs it).
+    private func written(_ path: Path, _ request: HTTPRequest, _ shown: JSONValue, location: JSONValue? = nil) throws -> HTTPResponse {
+        var extra: [(String, String)] = []
+        if let location {
+            extra.append(("ETag", firebaseETag(of: location)))
+        } else if request.header("X-Firebase-ETag")?.lowercased() == "true" || request.header("if-match") != nil {
+            extra.append(("ETag", firebaseETag(of: try current(path))))
+        }
+        if silent(request) { return APIResponse.noContent(extra: extra) }
+        return APIResponse.json(shown, extra: extra, pretty: pretty(request))
     }
 
     private func put(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         let value = try body(request)
         if let failed = try precondition(path, request) { return failed }
         try write { store, key, now in try store.set(path, to: value, signer: key, nowMillis: now) }
-        return try written(path, request, try current(path))
+        let now = try current(path)
+        return try written(path, request, now, location: now)
     }
 
     private func patch(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
