@@ -57,13 +57,13 @@ extension Node {
         if slot.batchesInFlight == Node.maxBatchesInFlight { slot.connection.pauseReading() }
         let batch = UncheckedSendable(fresh)
         let batchIDs = ids
-        Node.verifier.async { [self] in
+        world.scheduler.async(on: Node.verifier) { [self] in
             let records = Node.verify(batch.value, ids: batchIDs).map(UncheckedSendable.init)
-            queue.async { [self] in
+            world.scheduler.async(on: queue) { [self] in
                 guard let records else {
                     for id in batchIDs { arriving.remove(id) }
                     batchStored(by: slot)
-                    if sessions[ObjectIdentifier(slot)] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
+                    if sessions[slot.id] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
                     return
                 }
                 noteClockLead(records.value, from: slot)
@@ -75,7 +75,7 @@ extension Node {
 
     /// Batches a session may have between receipt and storage before its reading pauses. Enough
     /// that verification still has batches to work on while the queue stores earlier ones.
-    static let maxBatchesInFlight = 12
+    public static let maxBatchesInFlight = 12
     /// Records stored in one turn of the queue (whole batches, at least one).
     static let maxRecordsPerStore = 8192
     /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
@@ -84,7 +84,7 @@ extension Node {
     private func scheduleStore() {
         guard !storeScheduled else { return }
         storeScheduled = true
-        queue.async { [self] in storeVerified() }
+        world.scheduler.async(on: queue) { [self] in storeVerified() }
     }
 
     /// Stores the verified batches waiting, in one transaction (one commit, one fsync), then
@@ -104,7 +104,7 @@ extension Node {
         let waiting = verified[..<taken]
         verified.removeFirst(taken)
         if !verified.isEmpty { scheduleStore() }
-        store(waiting.filter { sessions[ObjectIdentifier($0.slot)] != nil }.map { (records: $0.records, slot: Optional($0.slot)) })
+        store(waiting.filter { sessions[$0.slot.id] != nil }.map { (records: $0.records, slot: Optional($0.slot)) })
         for batch in waiting {
             for id in batch.ids { arriving.remove(id) }
             batchStored(by: batch.slot)
@@ -173,7 +173,7 @@ extension Node {
     /// Records written into the store by another process (the CLI while this node runs):
     /// add them to the set and push them at once, by session and, when small, by datagram.
     public func pickUpLocalWritesNow() {
-        queue.async { [self] in pickUpLocalWrites() }
+        world.scheduler.async(on: queue) { [self] in pickUpLocalWrites() }
     }
 
     func pickUpLocalWrites() {
