@@ -66,7 +66,8 @@ extension Node {
                     if sessions[slot.id] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
                     return
                 }
-                noteClockLead(records.value, from: slot)
+                // A session that ended meanwhile keeps no lead (its peer may have none left).
+                if sessions[slot.id] != nil { noteClockLead(records.value, from: slot) }
                 verified.append((records.value, slot, batchIDs))
                 scheduleStore()
             }

@@ -87,6 +87,10 @@ final class Fabric: @unchecked Sendable {
         let fabricHost = hosts[host]
         for connection in fabricHost.connections { connection.abandon() }
         fabricHost.connections.removeAll()
+        // The callbacks go with the process (they hold its node).
+        for listener in fabricHost.listeners.values { listener.onAccept = nil }
+        for socket in fabricHost.datagrams.values { socket.onDatagram = nil }
+        fabricHost.beacons?.onBeacon = nil
         fabricHost.listeners.removeAll()
         fabricHost.datagrams.removeAll()
         fabricHost.beacons = nil

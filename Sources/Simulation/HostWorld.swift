@@ -37,12 +37,22 @@ final class HostScheduler: NodeScheduler, @unchecked Sendable {
         self.epoch = epoch
     }
 
+    /// The timers made, so that a crash can stop them all (a killed process's timers die with it).
+    private var made: [WeakCancellable] = []
+
+    /// Cancels every timer of this incarnation.
+    func cancelAll() {
+        for timer in made { timer.value?.cancel() }
+        made.removeAll()
+    }
+
     func async(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         loop.at(loop.now + Self.hopNanos, host: host, epoch: epoch, "hop \(queue.label)", on: queue, body)
     }
 
     func after(_ delay: DispatchTimeInterval, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> any Cancellable {
         let timer = SimTimer()
+        made.append(WeakCancellable(timer))
         loop.at(loop.now + delay.nanoseconds, host: host, epoch: epoch, "timer once", on: queue) {
             guard !timer.cancelled else { return }
             timer.cancelled = true
@@ -53,6 +63,7 @@ final class HostScheduler: NodeScheduler, @unchecked Sendable {
 
     func every(_ interval: DispatchTimeInterval, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> any Cancellable {
         let timer = RepeatingSimTimer()
+        made.append(WeakCancellable(timer))
         let step = interval.nanoseconds
         let tick = TickBox()
         tick.run = { [loop, host, epoch, weak timer] in
@@ -64,6 +75,12 @@ final class HostScheduler: NodeScheduler, @unchecked Sendable {
         timer.onCancel = { tick.run = nil }
         return timer
     }
+}
+
+/// A timer that may have been released.
+struct WeakCancellable {
+    weak var value: (any Cancellable)?
+    init(_ value: any Cancellable) { self.value = value }
 }
 
 /// A one-shot timer's cancellation flag.

@@ -23,6 +23,7 @@ final class SimHost {
     private let config: NodeConfig
     private var randomSeed: UInt64
     private(set) var node: Node?
+    private var scheduler: HostScheduler?
     /// Events of this host wait until then.
     var frozenUntil: UInt64 = 0
     /// When the host last thawed or booted: handshakes may look older than their timeout until
@@ -60,7 +61,9 @@ final class SimHost {
         fabricHost.epoch += 1
         fabricHost.up = true
         randomSeed = randomSeed &+ 0x9E37_79B9_7F4A_7C15
-        let world = NodeWorld(clock: clock, scheduler: HostScheduler(loop: loop, host: index, epoch: fabricHost.epoch),
+        let scheduler = HostScheduler(loop: loop, host: index, epoch: fabricHost.epoch)
+        self.scheduler = scheduler
+        let world = NodeWorld(clock: clock, scheduler: scheduler,
                               network: HostNetwork(fabric: fabric, host: index), random: HostRandom(seed: randomSeed))
         let store = try Store(path: directory + "/store.sqlite")
         let node = try Node(store: store, identity: identity, network: network, config: config, world: world)
@@ -74,6 +77,7 @@ final class SimHost {
     func crash() {
         guard let node else { return }
         fabric.killSockets(of: index)
+        scheduler?.cancelAll()
         let fabricHost = fabric.hosts[index]
         fabricHost.up = false
         fabricHost.epoch += 1

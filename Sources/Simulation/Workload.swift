@@ -62,7 +62,7 @@ struct Workload {
             }
         } else if roll < 90 {
             let size = Int.random(in: 100_000...600_000, using: &rng)
-            let text = String((0..<size).map { _ in Character(Unicode.Scalar(UInt8.random(in: 97...122, using: &rng))) })
+            let text = String(decoding: randomBytes(size).map { 97 + $0 % 26 }, as: UTF8.self)
             faults.count(.largeRecord)
             try newMessage(node, host, text: text)
         } else {
@@ -90,7 +90,7 @@ struct Workload {
         let path = "\(uid)/photos/p\(counter).png"
         let size = Int.random(in: 70_000...400_000, using: &rng)
         var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        bytes += (0..<(size - 8)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        bytes += randomBytes(size - 8)
         faults.count(.photo)
         try write(node, host, "photo \(size) B") { store, signer, now in
             try store.putFile(path, bytes: bytes, signer: signer, nowMillis: now)
@@ -117,6 +117,15 @@ struct Workload {
         }
         model.acknowledged[host.index, default: []] += ids
         loop.note(host.index, "write \(label): \(ids.count) records")
+    }
+
+    /// `count` bytes from the seed, eight per draw.
+    private mutating func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: (count + 7) / 8 * 8)
+        bytes.withUnsafeMutableBytes { raw in
+            for word in 0..<raw.count / 8 { raw.storeBytes(of: rng.next(), toByteOffset: word * 8, as: UInt64.self) }
+        }
+        return Array(bytes.prefix(count))
     }
 
     /// 20 characters of a push id's alphabet, from the seed.
@@ -166,7 +175,7 @@ struct Workload {
         case 2:
             millis = trueNowMillis + UInt64.random(in: 60_000..<240_000, using: &rng)  // within the drift bound
         default:
-            millis = trueNowMillis + 5 * 60_000 + UInt64.random(in: 5_000..<40_000, using: &rng)
+            millis = trueNowMillis + 5 * 60_000 + UInt64.random(in: 2_000..<15_000, using: &rng)
             faults.count(.hostileFuture)
         }
         faults.count(.hostileRecord)
