@@ -95,7 +95,7 @@ struct Invariants {
             if let wrong = checkOwners(tree, honest: honest, model: model) { return "on n\(host.index): \(wrong)" }
 
             tick(.filesComplete)
-            for path in model.files {
+            for path in model.referencedFiles {
                 guard let info = try? node.read({ try $0.fileInfo(path) }) else { return "n\(host.index) does not know the photo \(path)" }
                 if !info.isComplete { return "n\(host.index) lacks \(info.missing.count) chunks of \(path)" }
             }

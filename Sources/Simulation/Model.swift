@@ -15,6 +15,19 @@ struct Model {
     /// Storage paths of the photos written, each referenced by a message or profile.
     var files: [String] = []
 
+    /// The photos that messages and profiles refer to at the end (a photo replaced as a
+    /// profile picture, or whose message was deleted, need not be fetched).
+    var referencedFiles: [String] {
+        var paths = Set<String>()
+        for entry in messages.values {
+            if case let .string(path)? = entry.value?.objectValue?["photoURL"] { paths.insert(path) }
+        }
+        for profile in profiles.values {
+            if case let .string(path)? = profile["picture"] { paths.insert(path) }
+        }
+        return paths.sorted()
+    }
+
     var acknowledgedCount: Int { acknowledged.values.reduce(0) { $0 + $1.count } }
 }
 

@@ -106,17 +106,28 @@ struct Workload {
         }
     }
 
-    /// Runs `body` through the node's write path and notes the records it stored as
-    /// acknowledged (the write is durable when `Node.write` returns).
+    /// Runs `body` on the host's store and notes the records it stored as acknowledged. Most
+    /// writes go through the node (`Node.write`, as the local API's do: durable when it
+    /// returns, pushed at once); some as the CLI makes them while a node runs: on the store file
+    /// from another connection (another process), then asking the node to pick them up.
     private mutating func write(_ node: Node, _ host: SimHost, _ label: String,
                                 _ body: (Store, PrivateKey, UInt64) throws -> Any) throws {
-        let ids: [Digest32] = try node.write { store, key in
+        func run(_ store: Store, _ key: PrivateKey, _ now: UInt64) throws -> [Digest32] {
             let before = try store.lastSequence()
-            _ = try body(store, key, node.wallMillis())
+            _ = try body(store, key, now)
             return try store.records(after: before).map { try Digest32(bytes: $0.id) }
         }
+        let ids: [Digest32]
+        let viaCLI = rng.chance(0.25)
+        if viaCLI {
+            let store = try Store(path: host.directory + "/store.sqlite")
+            ids = try run(store, host.identity, host.clock.wallMillis())
+            node.pickUpLocalWritesNow()  // the control channel's "sync"
+        } else {
+            ids = try node.write { store, key in try run(store, key, node.wallMillis()) }
+        }
         model.acknowledged[host.index, default: []] += ids
-        loop.note(host.index, "write \(label): \(ids.count) records")
+        loop.note(host.index, "write \(label)\(viaCLI ? " (cli)" : ""): \(ids.count) records")
     }
 
     /// `count` bytes from the seed, eight per draw.
