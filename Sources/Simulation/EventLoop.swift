@@ -76,6 +76,14 @@ final class EventLoop: @unchecked Sendable {
 
     var pending: Int { heap.count }
 
+    /// Drops the events of crashed incarnations now rather than when their time comes (they
+    /// hold what their closures captured until then).
+    func dropDeadEvents() {
+        let live = heap.filter { $0.host < 0 || hostState($0.host, $0.epoch).alive }
+        heap = []
+        for event in live { push(event) }
+    }
+
     // MARK: Binary heap on (time, order)
 
     private static func before(_ a: Event, _ b: Event) -> Bool {

@@ -295,6 +295,7 @@ public final class SimRun {
 
     /// Every crashed node was released: nothing (a timer, a socket callback) kept it alive.
     private func checkReleased() {
+        loop.dropDeadEvents()
         for host in hosts {
             invariants.tick(.crashedNodeReleased)
             if host.crashedNodes.contains(where: { $0.node != nil }) { fail("a crashed node of n\(host.index) is still alive") }
