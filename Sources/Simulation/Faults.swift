@@ -6,6 +6,7 @@ enum FaultKind: String, CaseIterable, Sendable {
     case datagramPartitioned = "datagram dropped by a partition"
     case partition = "partition"
     case crash = "crash (kill -9) and restart"
+    case restart = "orderly stop and restart"
     case freeze = "stalled process"
     case slowLink = "slow link"
     case clockSkewWithin = "clock skew within the drift bound"

@@ -85,12 +85,16 @@ final class SimHost {
         self.node = nil
     }
 
-    /// Stops the node the orderly way (end of the run).
+    /// Stops the node the orderly way (`Node.stop`, as on SIGTERM), then the process exits.
     func shutdown() {
-        node?.stop()
-        node = nil
+        guard let node else { return }
+        node.stop()
+        crashedNodes.append(WeakNode(node))
+        self.node = nil
         fabric.killSockets(of: index)
+        scheduler?.cancelAll()
         fabric.hosts[index].up = false
+        fabric.hosts[index].epoch += 1
     }
 }
 

@@ -171,10 +171,16 @@ public final class SimRun {
         for _ in 0..<Int.random(in: 0...2, using: &rng) {
             let host = hosts.randomElement(using: &rng)!
             let start = at(), down = UInt64.random(in: 500...8000, using: &rng) * 1_000_000
-            driver(at: start, "crash n\(host.index)") { [unowned self] in
+            let orderly = rng.chance(0.25)
+            driver(at: start, "\(orderly ? "stop" : "crash") n\(host.index)") { [unowned self] in
                 guard host.up else { return }
-                faults.count(.crash)
-                host.crash()
+                if orderly {
+                    faults.count(.restart)
+                    host.shutdown()
+                } else {
+                    faults.count(.crash)
+                    host.crash()
+                }
                 driver(at: loop.now + down, "restart n\(host.index)") { [unowned self] in try restart(host) }
             }
         }
