@@ -108,7 +108,7 @@ extension Node {
                     let slotDialer = slot.outbound ? identity.publicKey : author
                     let otherDialer = other.outbound ? identity.publicKey : author
                     let drop = slotDialer == otherDialer ? slot : (slotDialer < otherDialer ? other : slot)
-                    sessions.removeValue(forKey: drop.id)
+                    forget(drop)  // from the chunk fetcher too, where an established one had joined
                     drop.connection.close()
                     if drop === slot { return }
                 }

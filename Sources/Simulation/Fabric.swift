@@ -58,7 +58,7 @@ final class Fabric: @unchecked Sendable {
     }
 
     /// Delivers a datagram from host `from` to `to` (maybe lost, duplicated, reordered).
-    func sendDatagram(from: Int, to: Int, _ deliver: @escaping () -> Void) {
+    func sendDatagram(from: Int, to: Int, bytes: Int, what: String, _ deliver: @escaping () -> Void) {
         guard reachable(from, to) else {
             faults.count(.datagramPartitioned)
             return
@@ -70,12 +70,12 @@ final class Fabric: @unchecked Sendable {
         let copies = rng.chance(duplication) ? 2 : 1
         if copies == 2 { faults.count(.datagramDuplicated) }
         for _ in 0..<copies {
-            let arrival = loop.now + delay(from, to, bytes: 200)
+            let arrival = loop.now + delay(from, to, bytes: bytes)
             let pair = from * 4096 + to
             if let last = lastArrival[pair], arrival < last { faults.count(.datagramReordered) }
             lastArrival[pair] = max(lastArrival[pair] ?? 0, arrival)
             let target = hosts[to]
-            loop.at(arrival, host: to, epoch: target.epoch, "udp from n\(from)", on: target.queue) {
+            loop.at(arrival, host: to, epoch: target.epoch, "\(what) \(bytes) B from n\(from)", on: target.queue) {
                 deliver()
             }
         }
@@ -232,7 +232,7 @@ final class SimDatagramSocket: DatagramSocket, @unchecked Sendable {
     func send(_ bytes: [UInt8], to target: SocketAddress) throws {
         guard let there = fabric.host(at: target) else { return }
         let from = address
-        fabric.sendDatagram(from: host, to: there.index) { [fabric] in
+        fabric.sendDatagram(from: host, to: there.index, bytes: bytes.count, what: "datagram") { [fabric] in
             guard let socket = fabric.hosts[there.index].datagrams[target.port] else { return }
             socket.onDatagram?(bytes, from)
         }
@@ -263,7 +263,7 @@ final class SimBeacons: BeaconChannel, @unchecked Sendable {
     func announce(_ datagram: [UInt8]) {
         let from = try! SocketAddress(host: Fabric.ip(host), port: port)
         for other in fabric.hosts where other.index != host && other.beacons != nil {
-            fabric.sendDatagram(from: host, to: other.index) { [fabric] in
+            fabric.sendDatagram(from: host, to: other.index, bytes: datagram.count, what: "beacon") { [fabric] in
                 fabric.hosts[other.index].beacons?.onBeacon?(datagram, from)
             }
         }

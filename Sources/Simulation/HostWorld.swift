@@ -53,7 +53,7 @@ final class HostScheduler: NodeScheduler, @unchecked Sendable {
     func after(_ delay: DispatchTimeInterval, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> any Cancellable {
         let timer = SimTimer()
         made.append(WeakCancellable(timer))
-        loop.at(loop.now + delay.nanoseconds, host: host, epoch: epoch, "timer once", on: queue) {
+        loop.at(loop.now + delay.nanoseconds, host: host, epoch: epoch, "timer after \(delay.nanoseconds / 1_000_000) ms", on: queue) {
             guard !timer.cancelled else { return }
             timer.cancelled = true
             body()
@@ -69,9 +69,9 @@ final class HostScheduler: NodeScheduler, @unchecked Sendable {
         tick.run = { [loop, host, epoch, weak timer] in
             guard let timer, !timer.cancelled else { return }
             body()
-            loop.at(loop.now + step, host: host, epoch: epoch, "timer every", on: queue) { tick.run?() }
+            loop.at(loop.now + step, host: host, epoch: epoch, "timer every \(step / 1_000_000) ms", on: queue) { tick.run?() }
         }
-        loop.at(loop.now + step, host: host, epoch: epoch, "timer every", on: queue) { tick.run?() }
+        loop.at(loop.now + step, host: host, epoch: epoch, "timer every \(step / 1_000_000) ms", on: queue) { tick.run?() }
         timer.onCancel = { tick.run = nil }
         return timer
     }
