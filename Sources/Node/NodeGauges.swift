@@ -8,6 +8,8 @@ public struct NodeGauges: Sendable, Equatable {
     public var handshaking = 0
     /// Seconds since the oldest unfinished handshake began (0 when there is none).
     public var oldestHandshakeSeconds = 0.0
+    /// Seconds since the oldest reconciliation round still in progress began (0 when none).
+    public var oldestRoundSeconds = 0.0
     /// Most bytes queued for one peer and not yet taken by the network.
     public var maxQueuedBytes = 0
     /// Most batches of records one session has between receipt and storage.
@@ -38,6 +40,9 @@ extension Node {
             if !slot.established {
                 gauges.handshaking += 1
                 gauges.oldestHandshakeSeconds = max(gauges.oldestHandshakeSeconds, now - slot.openedAt)
+            }
+            if slot.machine.isReconciling {
+                gauges.oldestRoundSeconds = max(gauges.oldestRoundSeconds, now - slot.roundStartedAt)
             }
             gauges.maxQueuedBytes = max(gauges.maxQueuedBytes, slot.connection.pendingWriteBytes)
             gauges.maxBatchesInFlight = max(gauges.maxBatchesInFlight, slot.batchesInFlight)

@@ -41,6 +41,6 @@ enum InvariantKind: String, CaseIterable, Sendable {
     case ownersOnly = "no user's profile or messages changed by another"
     case filesComplete = "every referenced photo complete on every node"
     case memoryMatchesDisk = "the node's record set matches its store"
-    case quiescent = "quiescent after healing (nothing arriving, no handshake, no chunk wanted)"
+    case quiescent = "quiescent after healing (nothing arriving, no handshake, no chunk wanted, no round stuck)"
     case crashedNodeReleased = "a crashed node's memory is released"
 }

@@ -260,7 +260,8 @@ public final class SimRun {
             guard let node = host.node else { return false }
             let (summary, gauges) = node.queue.sync { (node.recordSetSummaryOnQueue(), node.gaugesOnQueue()) }
             summaries.insert(summary.fingerprint + withUnsafeBytes(of: summary.count) { Array($0) })
-            if gauges.handshaking > 0 || gauges.arriving > 0 || gauges.chunksPending > 0 { return false }
+            // A round may be under way (they start every couple of seconds), but none stuck.
+            if gauges.handshaking > 0 || gauges.arriving > 0 || gauges.chunksPending > 0 || gauges.oldestRoundSeconds > 10 { return false }
         }
         return summaries.count == 1
     }
@@ -270,7 +271,7 @@ public final class SimRun {
             guard let node = host.node else { return "n\(host.index) down" }
             let gauges = node.queue.sync { node.gaugesOnQueue() }
             return "n\(host.index): \(gauges.records) records, \(gauges.sessions) sessions (\(gauges.handshaking) handshaking), "
-                + "\(gauges.arriving) arriving, \(gauges.chunksPending) chunks wanted"
+                + "\(gauges.arriving) arriving, \(gauges.chunksPending) chunks wanted, oldest round \(Int(gauges.oldestRoundSeconds)) s"
         }.joined(separator: "; ")
     }
 

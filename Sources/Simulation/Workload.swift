@@ -88,7 +88,8 @@ struct Workload {
     private mutating func photo(_ node: Node, _ host: SimHost) throws {
         let uid = host.userID
         let path = "\(uid)/photos/p\(counter).png"
-        let size = Int.random(in: 70_000...400_000, using: &rng)
+        // Now and then a large one (dozens of chunks), usually a phone photo's thumbnail size.
+        let size = rng.chance(0.1) ? Int.random(in: 1_000_000...3_000_000, using: &rng) : Int.random(in: 70_000...400_000, using: &rng)
         var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         bytes += randomBytes(size - 8)
         faults.count(.photo)
