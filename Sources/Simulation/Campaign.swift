@@ -6,7 +6,7 @@ import Glibc
 /// `lanchat-sim`: runs seeds, prints a line per failure with the command that replays it,
 /// the figures of the campaign, and last `N passed, M failed`.
 public enum SimCommand {
-    static let usage = "usage: lanchat-sim [--seeds N] [--first S] [--nodes K] [--seed S --trace] [--chaos SECONDS] [--writes N] [--break drop-record]"
+    static let usage = "usage: lanchat-sim [--seeds N] [--first S] [--nodes K] [--seed S --trace] [--chaos SECONDS] [--writes N] [--break drop-record] [--benchmarks FILE]"
 
     /// The executable's entry: re-executes itself with deterministic hashing if needed (a
     /// dictionary iterates in an order set by a per-process hash seed, and a seed replays only
@@ -25,6 +25,7 @@ public enum SimCommand {
         var seeds = 50
         var first: UInt64 = 1
         var single: UInt64?
+        var benchmarks: String?
         var index = 0
         func value() -> String? {
             index += 1
@@ -42,6 +43,7 @@ public enum SimCommand {
             case "--chaos": guard let n = value().flatMap(Double.init), n >= 3 else { return bad("--chaos needs at least 3 seconds") }; options.chaosSeconds = n
             case "--writes": guard let n = value().flatMap(Int.init), n >= 0 else { return bad("--writes needs a number") }; options.writes = n
             case "--trace": options.trace = true
+            case "--benchmarks": guard let path = value() else { return bad("--benchmarks needs a file") }; benchmarks = path
             case "--break":
                 guard let name = value(), let sabotage = Sabotage(rawValue: name) else { return bad("--break takes drop-record") }
                 options.sabotage = sabotage
@@ -58,6 +60,12 @@ public enum SimCommand {
             }
         }
         print(campaign.report())
+        if let benchmarks {
+            do { try campaign.writeSection(to: benchmarks, command: (["Tools/sim"] + arguments.filter { $0 != "--benchmarks" && $0 != benchmarks }).joined(separator: " ")) } catch {
+                FileHandle.standardError.write(Data("Error: cannot write \(benchmarks): \(error)\n".utf8))
+                return 1
+            }
+        }
         print("\(campaign.passed) passed, \(campaign.failed) failed")
         return campaign.failed == 0 ? 0 : 1
     }
@@ -116,4 +124,38 @@ public struct Campaign {
     }
 
     private func format(_ value: Double) -> String { String(format: "%.2f", value) }
+
+    /// Puts the campaign's figures in `path` (BENCHMARKS.md) between `<!-- bench:sim -->` and
+    /// `<!-- /bench:sim -->`, replacing what was there, or at the end.
+    public func writeSection(to path: String, command: String) throws {
+        let minutes = max(Date().timeIntervalSince(started), 0.001) / 60
+        let seeds = passed + failed
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        var lines = ["<!-- bench:sim -->", "## Simulation", "",
+                     "Run \(stamp), \(ProcessInfo.processInfo.activeProcessorCount) cores (shared), `\(command)`: \(options.nodes) nodes per seed "
+                        + "(the last a hostile member), \(Int(options.chaosSeconds)) s of writes and faults, then healing until quiet. "
+                        + "The real `Node` and SQLite, in one thread; a debug build.", "",
+                     "| measure | value |", "|---|---|",
+                     "| seeds run (passed, failed) | \(seeds) (\(passed), \(failed)) |",
+                     "| events run | \(events) |",
+                     "| simulated hours | \(format(simulatedSeconds / 3600)) |",
+                     "| wall-clock minutes | \(format(minutes)) |",
+                     "| **seeds per wall-clock minute** | **\(format(Double(seeds) / minutes))** |",
+                     "| **simulated hours per wall-clock minute** | **\(format(simulatedSeconds / 3600 / minutes))** |",
+                     "| events per wall-clock second | \(Int(Double(events) / (minutes * 60))) |", "",
+                     "| fault injected | count |", "|---|---|"]
+        for (kind, n) in faults.sorted(by: { $0.key < $1.key }) { lines.append("| \(kind) | \(n) |") }
+        lines += ["", "| invariant | times checked |", "|---|---|"]
+        for (kind, n) in checks.sorted(by: { $0.key < $1.key }) { lines.append("| \(kind) | \(n) |") }
+        lines.append("<!-- /bench:sim -->")
+        let section = lines.joined(separator: "\n")
+        var text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "# Benchmarks\n"
+        if let start = text.range(of: "<!-- bench:sim -->"), let end = text.range(of: "<!-- /bench:sim -->"), start.lowerBound < end.upperBound {
+            text.replaceSubrange(start.lowerBound..<end.upperBound, with: section)
+        } else {
+            if !text.hasSuffix("\n") { text += "\n" }
+            text += "\n" + section + "\n"
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
 }
