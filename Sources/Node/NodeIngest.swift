@@ -165,8 +165,13 @@ extension Node {
         }
     }
 
+    /// Pushes records to every established session but `source`, except to a peer that has
+    /// `maxQueuedBytes` waiting for it already: a peer that stops reading must not make the
+    /// node's memory grow with every record that arrives meanwhile. What it misses is not lost:
+    /// its next reconciliation round finds it.
     func relay(_ encodings: [[UInt8]], except source: SessionSlot?) {
-        for other in sessions.values where other !== source && other.established {
+        for other in sessions.values where other !== source && other.established
+            && other.connection.pendingWriteBytes <= Node.maxQueuedBytes {
             perform(other.machine.push(encodings), on: other)
         }
     }

@@ -55,8 +55,27 @@ extension SimRun {
             let start = at(), length = UInt64.random(in: 1...15, using: &rng) * 1_000_000_000
             driver(at: start, "freeze n\(host.index)") { [unowned self] in
                 faults.count(.freeze)
-                host.frozenUntil = max(host.frozenUntil, loop.now + length)
-                host.settledSince = max(host.settledSince, host.frozenUntil)
+                host.freeze(for: length, now: loop.now)
+            }
+        }
+        if rng.chance(options.burstChance), honest.count >= 2 {
+            // A peer stops reading for a while (a stalled process) while a node it has a session
+            // with writes a burst of large records: what is queued for it must stay bounded.
+            let writer = honest.randomElement(using: &rng)!
+            let start = at(), count = Int.random(in: 20...40, using: &rng)
+            let pick = rng.next()
+            driver(at: start, "stall a peer of n\(writer.index), then a burst of \(count) large records there") { [unowned self] in
+                let peers = Set(fabric.hosts[writer.index].connections.compactMap { $0.peer?.host }).sorted()
+                let others = hosts.filter { $0 !== writer }
+                let stalled = peers.isEmpty ? others[Int(pick % UInt64(others.count))] : hosts[peers[Int(pick % UInt64(peers.count))]]
+                loop.note(Self.driver, "stall n\(stalled.index)")
+                faults.count(.freeze)
+                stalled.freeze(for: 25_000_000_000, now: loop.now)
+            }
+            for i in 0..<count {
+                driver(at: start + 2_000_000_000 + UInt64(i) * 400_000_000, "large record on n\(writer.index)") { [unowned self] in
+                    try workload.largeMessage(writer)
+                }
             }
         }
         if rng.chance(0.5) {

@@ -34,6 +34,7 @@ final class FaultCounter: @unchecked Sendable {
 /// The invariants checked, by kind, with how often each was checked.
 enum InvariantKind: String, CaseIterable, Sendable {
     case bounds = "queues and tables within their bounds (after every event)"
+    case stalledPeerQueue = "bytes queued toward a stalled peer stop growing past the limit (after every event)"
     case noStuckHandshake = "no session stuck in its handshake past the timeout (after every event)"
     case ackedSurvivesCrash = "acknowledged writes survive a crash (at every restart)"
     case convergence = "same record set and tree hash on every node after healing"

@@ -41,6 +41,8 @@ final class SimConnection: StreamConnection, @unchecked Sendable {
     private var onRead: ((UnsafeRawBufferPointer) -> Void)?
     private var onClose: ((SocketError?) -> Void)?
     private var drainWaiters: [() -> Void] = []
+    /// Bytes queued here when the far end's process stalled (checked while it stays stalled).
+    var queuedWhenFarEndStalled: Int?
 
     init(fabric: Fabric, host: Int, id: Int, local: SocketAddress, remote: SocketAddress, queue: DispatchQueue) {
         self.fabric = fabric

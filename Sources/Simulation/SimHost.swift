@@ -26,6 +26,8 @@ final class SimHost {
     private var scheduler: HostScheduler?
     /// Events of this host wait until then.
     var frozenUntil: UInt64 = 0
+    /// When the current (or last) stall began.
+    var frozenSince: UInt64 = 0
     /// When the host last thawed or booted: handshakes may look older than their timeout until
     /// the timers that were held back have run.
     var settledSince: UInt64 = 0
@@ -34,6 +36,13 @@ final class SimHost {
 
     var userID: String { identity.publicKey.userID }
     var up: Bool { node != nil }
+
+    /// Stalls the process for `nanos` from now.
+    func freeze(for nanos: UInt64, now: UInt64) {
+        if frozenUntil <= now { frozenSince = now }
+        frozenUntil = max(frozenUntil, now + nanos)
+        settledSince = max(settledSince, frozenUntil)
+    }
 
     init(index: Int, seed: UInt64, loop: EventLoop, fabric: Fabric, network: NetworkKey, root: String,
          wallAtZero: Int64, hostile: Bool) throws {

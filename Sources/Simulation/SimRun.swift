@@ -3,6 +3,7 @@ import Foundation
 import Node
 import SQLite
 import Sync
+import Wire
 import TestSupport
 
 /// How a run is shaped.
@@ -15,6 +16,8 @@ public struct SimOptions: Sendable {
     public var maxHealSeconds = 400.0
     /// Honest writes over the chaos phase.
     public var writes = 20
+    /// Chance that a seed has a burst of large records toward a stalled peer.
+    public var burstChance = 0.2
     /// Print one line per event.
     public var trace = false
     /// A deliberate bug to plant, to show that the invariants catch it.
@@ -220,6 +223,29 @@ public final class SimRun {
         let gauges = node.queue.sync { node.gaugesOnQueue() }
         let settled = loop.now >= host.settledSince + 2_000_000_000
         if let problem = invariants.afterEvent(gauges, settled: settled) { fail("n\(index): \(problem)") }
+        checkQueuesTowardStalledPeers(index)
+    }
+
+    /// Toward a peer whose process has been stalled for a second (so it sent nothing that asks
+    /// for more), the bytes queued may grow past what was queued when it stalled only up to
+    /// `maxQueuedBytes` and one record: pushes stop there, and reconciliation later brings it
+    /// what it missed.
+    private func checkQueuesTowardStalledPeers(_ index: Int) {
+        for connection in fabric.hosts[index].connections {
+            guard let far = connection.peer, hosts[far.host].frozenUntil > loop.now,
+                  loop.now >= hosts[far.host].frozenSince + 1_000_000_000 else {
+                connection.queuedWhenFarEndStalled = nil
+                continue
+            }
+            invariants.tick(.stalledPeerQueue)
+            let base = connection.queuedWhenFarEndStalled ?? connection.pendingWriteBytes
+            connection.queuedWhenFarEndStalled = base
+            let bound = max(base, Node.maxQueuedBytes) + RecordLimits.maxRecordBytes + SessionMessage.recordBatchBytes
+            if connection.pendingWriteBytes > bound {
+                fail("n\(index): \(connection.pendingWriteBytes) bytes queued toward stalled n\(far.host), above \(bound)")
+                return
+            }
+        }
     }
 
     /// Every crashed node was released: nothing (a timer, a socket callback) kept it alive.

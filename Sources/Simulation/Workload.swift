@@ -61,13 +61,20 @@ struct Workload {
                 try store.set(try Path(segments: Layout.title()), to: title, signer: signer, nowMillis: now)
             }
         } else if roll < 90 {
-            let size = Int.random(in: 100_000...600_000, using: &rng)
-            let text = String(decoding: randomBytes(size).map { 97 + $0 % 26 }, as: UTF8.self)
-            faults.count(.largeRecord)
-            try newMessage(node, host, text: text)
+            try largeMessage(host)
         } else {
             try photo(node, host)
         }
+    }
+
+    /// A message of 100 to 900 KB (records may be up to 1 MiB).
+    mutating func largeMessage(_ host: SimHost) throws {
+        guard let node = host.node, host.frozenUntil <= loop.now else { return }
+        counter += 1
+        let size = Int.random(in: 100_000...900_000, using: &rng)
+        let text = String(decoding: randomBytes(size).map { 97 + $0 % 26 }, as: UTF8.self)
+        faults.count(.largeRecord)
+        try newMessage(node, host, text: text)
     }
 
     private mutating func newMessage(_ node: Node, _ host: SimHost, text: String, extra: [String: JSONValue] = [:]) throws {
