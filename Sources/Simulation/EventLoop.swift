@@ -76,6 +76,13 @@ final class EventLoop: @unchecked Sendable {
 
     var pending: Int { heap.count }
 
+    /// Forgets every event and hook (the end of a run: what they captured is released).
+    func clear() {
+        heap = []
+        hostState = { _, _ in (true, 0) }
+        afterEvent = { _ in }
+    }
+
     /// Drops the events of crashed incarnations now rather than when their time comes (they
     /// hold what their closures captured until then).
     func dropDeadEvents() {

@@ -20,8 +20,9 @@ final class SimConnection: StreamConnection, @unchecked Sendable {
     let localAddress: SocketAddress
     let remoteAddress: SocketAddress
     let queue: DispatchQueue
-    /// The far end (nil once this end is abandoned).
-    var peer: SimConnection?
+    /// The far end (weak: the two ends would otherwise keep each other alive after both closed;
+    /// nil once the far end is gone or this end is abandoned).
+    weak var peer: SimConnection?
 
     private var sendQueue: [[UInt8]] = []
     private var sendOffset = 0
@@ -228,6 +229,8 @@ final class SimConnection: StreamConnection, @unchecked Sendable {
         guard !isClosed else { return }
         sendFin()
         isClosed = true
+        (sendQueue, inbox, transit) = ([], [], [])
+        pendingWriteBytes = 0
         onRead = nil
         onClose = nil
         drainWaiters = []

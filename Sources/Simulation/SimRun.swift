@@ -79,6 +79,8 @@ public final class SimRun {
     public func run() -> SimResult {
         defer {
             for host in hosts { host.shutdown() }
+            // The events left hold their closures (and through them the nodes and stores).
+            loop.clear()
             hosts.removeAll()
             try? FileManager.default.removeItem(atPath: root)
         }
@@ -131,7 +133,7 @@ public final class SimRun {
             hosts.append(try SimHost(index: index, seed: rng.next(), loop: loop, fabric: fabric, network: network, root: root,
                                      wallAtZero: Self.epochMillis + skew, hostile: hostile))
         }
-        loop.hostState = { [fabric, hosts] host, epoch in
+        loop.hostState = { [unowned self] host, epoch in
             guard host >= 0 else { return (true, 0) }
             let state = fabric.hosts[host]
             return (state.up && state.epoch == epoch, hosts[host].frozenUntil)
