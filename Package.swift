@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "lanchat", targets: ["lanchat"]),
         .executable(name: "lanchat-bench", targets: ["LanchatBench"]),
+        .executable(name: "lanchat-sim", targets: ["LanchatSim"]),
     ],
     targets: [
         // C libraries from the system (Debian: libsodium-dev, libsqlite3-dev).
@@ -51,6 +52,9 @@ let package = Package(
         .target(name: "DiskFaults", dependencies: ["CFaultDisk", "Store"]),
         .target(name: "Bench", dependencies: ["TestSupport", "LocalAPI", "Node", "Sync", "Transport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
+        // The real Node on a simulated clock, network and disk, driven from a seed (Tools/sim).
+        .target(name: "Simulation", dependencies: ["TestSupport", "Node", "Store", "SQLite", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .executableTarget(name: "LanchatSim", dependencies: ["Simulation"]),
         // The invariants of the fuzz targets (Tools/fuzz), shared with their replay in `swift test`.
         .target(name: "FuzzChecks", dependencies: ["Wire", "Sync", "Tree", "HTTP", "Crypto"]),
 
@@ -66,6 +70,7 @@ let package = Package(
         .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation"]),
         .testTarget(name: "NodeTests", dependencies: ["TestSupport", "DiskFaults", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]

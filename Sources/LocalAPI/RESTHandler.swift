@@ -159,7 +159,7 @@ struct RESTHandler {
     }
 
     private func write(_ body: (Store, Crypto.PrivateKey, UInt64) throws -> Void) throws {
-        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        let now = node.wallMillis()
         try node.withStoreOnQueue { store, key in try body(store, key, now) }
         node.localWritesDone()
     }

@@ -51,7 +51,8 @@ struct StorageHandler {
         }
     }
 
-    private func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+    /// The node's wall clock (the system's, unless the node runs in a simulated world).
+    private func now() -> UInt64 { node.wallMillis() }
 
     private func info(_ path: String) throws -> FileInfo? {
         try node.withStoreOnQueue { store, _ in try store.fileInfo(path) }

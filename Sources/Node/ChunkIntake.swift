@@ -42,13 +42,16 @@ final class ChunkIntake: @unchecked Sendable {
     private let writer: ChunkWriter
     private let nodeQueue: DispatchQueue
     private let report: @Sendable (Outcome) -> Void
+    /// Every hop between the three queues goes through the node's scheduler.
+    private let scheduler: any NodeScheduler
     private var checked: [VerifiedChunk] = []
     private var bad: [ArrivedChunk] = []
     private var flushQueued = false
 
     /// `report` runs on `nodeQueue`.
-    init(writer: ChunkWriter, nodeQueue: DispatchQueue, report: @escaping @Sendable (Outcome) -> Void) {
+    init(writer: ChunkWriter, nodeQueue: DispatchQueue, scheduler: any NodeScheduler, report: @escaping @Sendable (Outcome) -> Void) {
         self.writer = writer
+        self.scheduler = scheduler
         self.nodeQueue = nodeQueue
         self.report = report
     }
@@ -62,7 +65,7 @@ final class ChunkIntake: @unchecked Sendable {
             checkArrived()
         } else if !checkQueued {
             checkQueued = true
-            nodeQueue.async { [self] in
+            scheduler.async(on: nodeQueue) { [self] in
                 checkQueued = false
                 if !checking { checkArrived() }
             }
@@ -80,7 +83,7 @@ final class ChunkIntake: @unchecked Sendable {
         checking = true
         let batch = arrived
         arrived = []
-        checkQueue.async { [self] in
+        scheduler.async(on: checkQueue) { [self] in
             // Each iteration writes only its own group's elements.
             nonisolated(unsafe) let results = UnsafeMutableBufferPointer<VerifiedChunk?>.allocate(capacity: batch.count)
             results.initialize(repeating: nil)
@@ -92,16 +95,16 @@ final class ChunkIntake: @unchecked Sendable {
             }
             let good = results.compactMap { $0 }
             let wrong = zip(batch, results).filter { $0.1 == nil }.map(\.0)
-            queue.async { [self] in
+            scheduler.async(on: queue) { [self] in
                 checked += good
                 bad += wrong
                 // Queued behind the batches already waiting here, so they join this one.
                 if !flushQueued {
                     flushQueued = true
-                    queue.async { [self] in flush() }
+                    scheduler.async(on: queue) { [self] in flush() }
                 }
             }
-            nodeQueue.async { [self] in
+            scheduler.async(on: nodeQueue) { [self] in
                 checking = false
                 checkArrived()
             }
@@ -115,6 +118,6 @@ final class ChunkIntake: @unchecked Sendable {
         var outcome = Outcome(batch: checked.map(\.hash), bad: bad)
         do { try writer.put(checked) } catch { outcome.failure = "\(error)" }
         (checked, bad) = ([], [])
-        nodeQueue.async { [report, outcome] in report(outcome) }
+        scheduler.async(on: nodeQueue) { [report, outcome] in report(outcome) }
     }
 }

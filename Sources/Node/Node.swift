@@ -17,37 +17,44 @@ public final class Node: @unchecked Sendable {
     let network: NetworkKey
     let datagramKey: SecretBytes
     public let config: NodeConfig
+    /// Clocks, timers, queue hops, sockets and randomness (World/NodeWorld.swift).
+    public let world: NodeWorld
     /// Random per start: tells peers (and ourselves, on loopback) this process apart.
-    let instance = secureRandomBytes(Beacon.instanceByteCount)
+    let instance: [UInt8]
 
     var recordSet: RecordSet
     /// Arrival number of the newest record this node has handled (others may be written by the
     /// CLI in another process; they are picked up and pushed by `pickUpLocalWrites`).
     var handledSequence: Int64
-    var listener: TCPListener?
-    var sessionSocket: UDPSocket?
-    var discoverySocket: UDPSocket?
+    var listener: (any StreamListener)?
+    var sessionSocket: (any DatagramSocket)?
+    /// Beacons out and in (NodeDiscovery.swift); nil with discovery off.
+    var beacons: (any BeaconChannel)?
     /// With an IPv4 wildcard listen address, the same port on `[::]` (NodeDualStack.swift);
     /// nil where IPv6 is unavailable.
-    var listenerIPv6: TCPListener?
-    var sessionSocketIPv6: UDPSocket?
-    /// Beacons over IPv6 link-local multicast; nil where no interface has IPv6.
-    var discoverySocketIPv6: UDPSocket?
+    var listenerIPv6: (any StreamListener)?
+    var sessionSocketIPv6: (any DatagramSocket)?
     var timers: [any Cancellable] = []
-    var sessions: [ObjectIdentifier: SessionSlot] = [:]
+    /// Sessions by `SessionSlot.id`: numbers given in order, so that going through them is in
+    /// the same order in every run of a simulation (object addresses would differ).
+    var sessions: [Int: SessionSlot] = [:]
+    /// The id of the next session.
+    var nextSessionID = 0
     var discovered: [PublicKey: DiscoveredPeer] = [:]
     /// Peers that broke the protocol, ignored for a while (NodeBans.swift).
     var bans = BanList()
     var manualRetry: [SocketAddress: Double] = [:]
     /// Which chunks to fetch from which session: 4 MiB in flight per peer, asked for 2 MiB at a
     /// time (Protocol.md §8.5).
-    var fetcher = ChunkFetcher<ObjectIdentifier>(window: 64, batch: 32)
+    var fetcher = ChunkFetcher<Int>(window: 64, batch: 32)
     /// Files being fetched, by storage path, for the log line when each completes.
     var fileFetches: [String: FileFetch] = [:]
     /// The store's connection for fetched chunks, used by `chunkIntake` only.
     let chunkWriter: ChunkWriter
     /// Where arrived chunks are checked against their hashes and stored, beside the node's queue.
-    lazy var chunkIntake = ChunkIntake(writer: chunkWriter, nodeQueue: queue) { [weak self] in self?.chunksChecked($0) }
+    lazy var chunkIntake = ChunkIntake(writer: chunkWriter, nodeQueue: queue, scheduler: world.scheduler) { [weak self] in
+        self?.chunksChecked($0)
+    }
     /// When each peer was last heard from (beacon or session), in wall-clock milliseconds.
     var lastHeard: [PublicKey: UInt64] = [:]
     /// How far ahead of this node's clock each connected peer's own records arrive (NodeClockLead.swift).
@@ -74,8 +81,10 @@ public final class Node: @unchecked Sendable {
 
     public var userID: String { identity.publicKey.userID }
 
-    public init(store: Store, identity: PrivateKey, network: NetworkKey, config: NodeConfig) throws {
+    public init(store: Store, identity: PrivateKey, network: NetworkKey, config: NodeConfig, world: NodeWorld = .system) throws {
         self.store = store
+        self.world = world
+        instance = world.random.bytes(Beacon.instanceByteCount)
         try store.checkpointInBackground()
         chunkWriter = try store.chunkWriter()
         self.identity = identity
@@ -90,18 +99,18 @@ public final class Node: @unchecked Sendable {
     /// Binds the sockets and starts the timers. Call from any thread except the node's queue.
     public func start() throws {
         try queue.sync {
-            let listener = try TCPListener(bind: config.listen, queue: queue)
+            let listener = try world.network.listen(config.listen, v6Only: false, queue: queue)
             self.listener = listener
             listenAddress = listener.localAddress
             listener.start { [self] connection in accept(connection) }
             // A unicast UDP socket on the session port, for records pushed as datagrams.
-            let udp = try UDPSocket(bind: listenAddress, queue: queue)
+            let udp = try world.network.bindDatagram(listenAddress, v6Only: false, queue: queue)
             sessionSocket = udp
             udp.start { [self] bytes, from in receiveDatagram(bytes, from: from) }
             listenOnIPv6Too()
             if config.discovery { try startDiscovery() }
             running = true
-            timers.append(RepeatingTimer(interval: config.antiEntropyInterval, queue: queue) { [self] in antiEntropyTick() })
+            timers.append(world.scheduler.every(config.antiEntropyInterval, on: queue) { [self] in antiEntropyTick() })
             for peer in config.manualPeers { connect(to: peer, expected: nil, manual: true) }
         }
     }
@@ -117,12 +126,19 @@ public final class Node: @unchecked Sendable {
             sessions.removeAll()
             listener?.close()
             sessionSocket?.close()
-            discoverySocket?.close()
+            beacons?.close()
             listenerIPv6?.close()
             sessionSocketIPv6?.close()
-            discoverySocketIPv6?.close()
         }
     }
+
+    // MARK: Clocks
+
+    /// Wall-clock milliseconds since the Unix epoch, for record clocks.
+    public func wallMillis() -> UInt64 { world.clock.wallMillis() }
+
+    /// Seconds on the monotonic clock, for timeouts and expiry.
+    func monotonicSeconds() -> Double { world.clock.monotonicSeconds() }
 
     // MARK: Names and logging
 

@@ -64,9 +64,9 @@ extension Node {
         // Set until the next turn of the queue, which serves the next part if any is left.
         slot.servingChunks = true
         slot.connection.whenDrained { [self] in
-            guard sessions[ObjectIdentifier(slot)] === slot else { return }
+            guard sessions[slot.id] === slot else { return }
             perform(slot.machine.serveChunks(from: StoreSource(node: self), maxBytes: Node.chunkServePart), on: slot)
-            queue.async { [self] in
+            world.scheduler.async(on: queue) { [self] in
                 slot.servingChunks = false
                 serveChunks(slot)
             }
@@ -79,7 +79,7 @@ extension Node {
     func chunkArrived(_ hash: Digest32, _ bytes: [UInt8], from slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard fetcher.isWanted(hash) else { return }  // late duplicate or unrequested: ignore
-        fetcher.received(hash, from: ObjectIdentifier(slot))
+        fetcher.received(hash, from: slot.id)
         chunkIntake.add(ArrivedChunk(hash: hash, bytes: bytes, slot: slot))
     }
 
@@ -89,7 +89,7 @@ extension Node {
     func chunksChecked(_ outcome: ChunkIntake.Outcome) {
         dispatchPrecondition(condition: .onQueue(queue))
         for arrival in outcome.bad {
-            let peer = ObjectIdentifier(arrival.slot)
+            let peer = arrival.slot.id
             fetcher.want([arrival.hash])
             fetcher.rejected(arrival.hash, from: peer)
             if sessions[peer] === arrival.slot {

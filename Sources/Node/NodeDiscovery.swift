@@ -7,87 +7,25 @@ import Wire
 import Glibc
 #endif
 
-/// Discovery: sealed beacons to the multicast group and to each interface's broadcast address,
-/// heard on a port that every node of the host shares (SO_REUSEPORT); and, where the node
-/// accepts sessions over IPv6, to the IPv6 link-local group on every link-local interface.
+/// Discovery: sealed beacons to every node of the LAN (`LANBeacons` on a real network), sent
+/// at start, on hearing a new node and every beacon interval.
 extension Node {
-    /// Starts beacons on IPv4 and, where present, IPv6. Either family alone is enough: a LAN
-    /// may carry only one of them. Throws when neither can join its group on any interface.
+    /// Starts beacons; they also go over IPv6 where peers can dial this node there.
     func startDiscovery() throws {
         dispatchPrecondition(condition: .onQueue(queue))
-        let ipv4 = try startDiscoveryIPv4()
-        let ipv6 = startDiscoveryIPv6()
-        guard ipv4 || ipv6 else {
-            discoverySocket?.close()
-            discoverySocket = nil
-            throw DiscoveryError.noInterface(config.discoveryInterfaces)
-        }
+        let channel = try world.network.openBeacons(config, ipv6: acceptsIPv6, queue: queue)
+        beacons = channel
+        channel.start { [self] bytes, from in receiveBeacon(bytes, from: from) }
         sendBeacon()
-        timers.append(RepeatingTimer(interval: config.beaconInterval, queue: queue) { [self] in sendBeacon() })
+        timers.append(world.scheduler.every(config.beaconInterval, on: queue) { [self] in sendBeacon() })
     }
 
-    /// Binds the IPv4 discovery socket and joins the group; whether any interface joined. The
-    /// socket stays even when none did (IPv6 may carry discovery), hearing broadcast beacons.
-    private func startDiscoveryIPv4() throws -> Bool {
-        let any = try SocketAddress(host: "0.0.0.0", port: config.discoveryPort)
-        let socket = try UDPSocket(bind: any, queue: queue, reuseAddress: true, reusePort: true, broadcast: true)
-        discoverySocket = socket
-        let group = try SocketAddress(host: config.multicastGroup, port: config.discoveryPort)
-        var joined = 0
-        for interface in discoveryInterfaces() {
-            if (try? socket.joinMulticast(group: group, interfaceAddress: interface.address)) != nil { joined += 1 }
-        }
-        socket.start { [self] bytes, from in receiveBeacon(bytes, from: from) }
-        return joined > 0
-    }
-
-    /// Binds `[::]` at the discovery port (IPV6_V6ONLY, so IPv4 beacons are not heard twice) and
-    /// joins the IPv6 group on every link-local interface; whether any joined. No IPv6, no
-    /// link-local interface, a failed bind, or a node that cannot be dialled over IPv6: no
-    /// socket, and discovery is IPv4 only, silently.
-    private func startDiscoveryIPv6() -> Bool {
-        guard acceptsIPv6 else { return false }
-        let interfaces = discoveryInterfacesIPv6()
-        guard !interfaces.isEmpty,
-              let any = try? SocketAddress(host: "::", port: config.discoveryPort),
-              let group = try? SocketAddress(host: config.multicastGroupIPv6, port: config.discoveryPort),
-              let socket = try? UDPSocket(bind: any, queue: queue, reuseAddress: true, reusePort: true, v6Only: true)
-        else { return false }
-        var joined = 0
-        for interface in interfaces {
-            if (try? socket.joinMulticast(group: group, interfaceIndex: interface.index)) != nil { joined += 1 }
-        }
-        guard joined > 0 else {
-            socket.close()
-            return false
-        }
-        discoverySocketIPv6 = socket
-        socket.start { [self] bytes, from in receiveBeacon(bytes, from: from) }
-        return true
-    }
-
-    /// Announces this node on every IPv4 interface, to the multicast group and the broadcast
-    /// address, and on every IPv6 link-local interface, to the IPv6 group.
+    /// Announces this node to every node that can hear it.
     func sendBeacon() {
         dispatchPrecondition(condition: .onQueue(queue))
         let beacon = Beacon(author: identity.publicKey, instance: instance, port: listenAddress.port,
                             recordCount: UInt64(recordSet.count), fingerprint: recordSet.fingerprint)
-        let datagram = Datagram.beacon(beacon).seal(key: datagramKey)
-        if let socket = discoverySocket,
-           let group = try? SocketAddress(host: config.multicastGroup, port: config.discoveryPort) {
-            for interface in discoveryInterfaces() {
-                if (try? socket.setMulticastInterface(interface.address)) != nil { try? socket.send(datagram, to: group) }
-                if let broadcast = interface.broadcast, let target = try? SocketAddress(host: broadcast.host, port: config.discoveryPort) {
-                    try? socket.send(datagram, to: target)
-                }
-            }
-        }
-        if let socket = discoverySocketIPv6,
-           let group = try? SocketAddress(host: config.multicastGroupIPv6, port: config.discoveryPort) {
-            for interface in discoveryInterfacesIPv6() {
-                if (try? socket.setMulticastInterface(index: interface.index)) != nil { try? socket.send(datagram, to: group) }
-            }
-        }
+        beacons?.announce(Datagram.beacon(beacon).seal(key: datagramKey))
     }
 
     func receiveBeacon(_ bytes: [UInt8], from source: SocketAddress) {
@@ -129,22 +67,6 @@ extension Node {
         if !inSync && !hasSession && identity.publicKey < beacon.author {
             connect(to: address, expected: beacon.author, manual: false)
         }
-    }
-
-    /// The interfaces beacons use: all IPv4 ones, or those named in the configuration.
-    func discoveryInterfaces() -> [Interfaces.IPv4] {
-        configured(Interfaces.ipv4(), name: \.name)
-    }
-
-    /// The IPv6 link-local interfaces beacons use: all, or those named in the configuration.
-    func discoveryInterfacesIPv6() -> [Interfaces.IPv6LinkLocal] {
-        configured(Interfaces.ipv6LinkLocal(), name: \.name)
-    }
-
-    /// `all`, or those of them named in `config.discoveryInterfaces` when it names any.
-    private func configured<Interface>(_ all: [Interface], name: (Interface) -> String) -> [Interface] {
-        guard !config.discoveryInterfaces.isEmpty else { return all }
-        return all.filter { config.discoveryInterfaces.contains(name($0)) }
     }
 
     func expirePeers(now: Double) {

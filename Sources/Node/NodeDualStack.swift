@@ -13,12 +13,12 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         guard config.listen.family == .ipv4, config.listen.isUnspecified else { return }
         let port = listenAddress.port
-        do throws(SocketError) {
+        do {
             let any = try SocketAddress(host: "::", port: port)
-            let tcp = try TCPListener(bind: any, queue: queue, v6Only: true)
-            let udp: UDPSocket
-            do throws(SocketError) {
-                udp = try UDPSocket(bind: any, queue: queue, v6Only: true)
+            let tcp = try world.network.listen(any, v6Only: true, queue: queue)
+            let udp: any DatagramSocket
+            do {
+                udp = try world.network.bindDatagram(any, v6Only: true, queue: queue)
             } catch {
                 tcp.close()
                 throw error
@@ -41,7 +41,7 @@ extension Node {
 
     /// The unicast UDP socket that datagrams to `address` leave from: the IPv6 one for an IPv6
     /// peer when there is one, otherwise the socket of the listen address.
-    func sessionSocket(for address: SocketAddress) -> UDPSocket? {
+    func sessionSocket(for address: SocketAddress) -> (any DatagramSocket)? {
         if address.family == .ipv6, let socket = sessionSocketIPv6 { return socket }
         return sessionSocket
     }

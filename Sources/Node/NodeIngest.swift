@@ -57,16 +57,17 @@ extension Node {
         if slot.batchesInFlight == Node.maxBatchesInFlight { slot.connection.pauseReading() }
         let batch = UncheckedSendable(fresh)
         let batchIDs = ids
-        Node.verifier.async { [self] in
+        world.scheduler.async(on: Node.verifier) { [self] in
             let records = Node.verify(batch.value, ids: batchIDs).map(UncheckedSendable.init)
-            queue.async { [self] in
+            world.scheduler.async(on: queue) { [self] in
                 guard let records else {
                     for id in batchIDs { arriving.remove(id) }
                     batchStored(by: slot)
-                    if sessions[ObjectIdentifier(slot)] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
+                    if sessions[slot.id] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
                     return
                 }
-                noteClockLead(records.value, from: slot)
+                // A session that ended meanwhile keeps no lead (its peer may have none left).
+                if sessions[slot.id] != nil { noteClockLead(records.value, from: slot) }
                 verified.append((records.value, slot, batchIDs))
                 scheduleStore()
             }
@@ -75,7 +76,7 @@ extension Node {
 
     /// Batches a session may have between receipt and storage before its reading pauses. Enough
     /// that verification still has batches to work on while the queue stores earlier ones.
-    static let maxBatchesInFlight = 12
+    public static let maxBatchesInFlight = 12
     /// Records stored in one turn of the queue (whole batches, at least one).
     static let maxRecordsPerStore = 8192
     /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
@@ -84,7 +85,7 @@ extension Node {
     private func scheduleStore() {
         guard !storeScheduled else { return }
         storeScheduled = true
-        queue.async { [self] in storeVerified() }
+        world.scheduler.async(on: queue) { [self] in storeVerified() }
     }
 
     /// Stores the verified batches waiting, in one transaction (one commit, one fsync), then
@@ -104,7 +105,7 @@ extension Node {
         let waiting = verified[..<taken]
         verified.removeFirst(taken)
         if !verified.isEmpty { scheduleStore() }
-        store(waiting.filter { sessions[ObjectIdentifier($0.slot)] != nil }.map { (records: $0.records, slot: Optional($0.slot)) })
+        store(waiting.filter { sessions[$0.slot.id] != nil }.map { (records: $0.records, slot: Optional($0.slot)) })
         for batch in waiting {
             for id in batch.ids { arriving.remove(id) }
             batchStored(by: batch.slot)
@@ -175,8 +176,13 @@ extension Node {
         }
     }
 
+    /// Pushes records to every established session but `source`, except to a peer that has
+    /// `maxQueuedBytes` waiting for it already: a peer that stops reading must not make the
+    /// node's memory grow with every record that arrives meanwhile. What it misses is not lost:
+    /// its next reconciliation round finds it.
     func relay(_ encodings: [[UInt8]], except source: SessionSlot?) {
-        for other in sessions.values where other !== source && other.established {
+        for other in sessions.values where other !== source && other.established
+            && other.connection.pendingWriteBytes <= Node.maxQueuedBytes {
             perform(other.machine.push(encodings), on: other)
         }
     }
@@ -184,7 +190,7 @@ extension Node {
     /// Records written into the store by another process (the CLI while this node runs):
     /// add them to the set and push them at once, by session and, when small, by datagram.
     public func pickUpLocalWritesNow() {
-        queue.async { [self] in pickUpLocalWrites() }
+        world.scheduler.async(on: queue) { [self] in pickUpLocalWrites() }
     }
 
     func pickUpLocalWrites() {

@@ -7,14 +7,14 @@ import Wire
 
 /// Sessions: connecting, accepting, feeding bytes to the state machines, carrying out actions.
 extension Node {
-    func accept(_ connection: TCPConnection) {
+    func accept(_ connection: any StreamConnection) {
         dispatchPrecondition(condition: .onQueue(queue))
         if isBanned(connection.remoteAddress) || sessions.count >= config.maxSessions {
             connection.close()
             return
         }
         let machine = PeerSession(role: .responder, identity: identity, instance: instance, networkKey: network)
-        attach(SessionSlot(connection: connection, machine: machine, outbound: false, now: monotonicSeconds()))
+        attach(SessionSlot(id: takeSessionID(), connection: connection, machine: machine, outbound: false, now: monotonicSeconds()))
     }
 
     func connect(to address: SocketAddress, expected: PublicKey?, manual: Bool) {
@@ -26,7 +26,7 @@ extension Node {
             // A dial in progress counts as a session, so beacons heard meanwhile dial no more.
             guard dialing.insert(expected).inserted else { return }
         }
-        TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { [self] result in
+        world.network.connect(to: address, timeout: .seconds(5), queue: queue) { [self] result in
             if let expected { dialing.remove(expected) }
             guard running else {
                 if case let .success(connection) = result { connection.close() }
@@ -38,7 +38,7 @@ extension Node {
             case let .success(connection):
                 var machine = PeerSession(role: .initiator, identity: identity, instance: instance,
                                           networkKey: network, expectedAuthor: expected)
-                let slot = SessionSlot(connection: connection, machine: machine, outbound: true, now: monotonicSeconds())
+                let slot = SessionSlot(id: takeSessionID(), connection: connection, machine: machine, outbound: true, now: monotonicSeconds())
                 if manual { slot.manualAddress = address }
                 attach(slot)
                 machine = slot.machine
@@ -48,8 +48,14 @@ extension Node {
         }
     }
 
+    /// A fresh session id.
+    private func takeSessionID() -> Int {
+        nextSessionID += 1
+        return nextSessionID
+    }
+
     private func attach(_ slot: SessionSlot) {
-        let key = ObjectIdentifier(slot)
+        let key = slot.id
         sessions[key] = slot
         slot.connection.start(onReadBuffer: { [self] bytes in
             guard let slot = sessions[key] else { return }
@@ -66,7 +72,7 @@ extension Node {
                 log("lost \(describe(peer)): session closed\(error.map { " (\($0))" } ?? "")")
             }
         })
-        schedule(after: config.handshakeTimeout, on: queue) { [self] in
+        _ = world.scheduler.after(config.handshakeTimeout, on: queue) { [self] in
             if let slot = sessions[key], !slot.established {
                 close(slot, reason: "handshake timed out", misbehaved: false)
             }
@@ -102,12 +108,12 @@ extension Node {
                     let slotDialer = slot.outbound ? identity.publicKey : author
                     let otherDialer = other.outbound ? identity.publicKey : author
                     let drop = slotDialer == otherDialer ? slot : (slotDialer < otherDialer ? other : slot)
-                    sessions.removeValue(forKey: ObjectIdentifier(drop))
+                    forget(drop)  // from the chunk fetcher too, where an established one had joined
                     drop.connection.close()
                     if drop === slot { return }
                 }
                 log("connected to \(describe(author)) at \(slot.connection.remoteAddress) (\(count) records)")
-                fetcher.peerJoined(ObjectIdentifier(slot))
+                fetcher.peerJoined(slot.id)
                 scheduleChunkFetches()
                 if slot.outbound { startRound(on: slot, now: monotonicSeconds()) }
             case let .received(records):
@@ -122,7 +128,7 @@ extension Node {
                 chunkArrived(hash, bytes, from: slot)
             case let .chunksMissing(hashes):
                 chunkEvents = true
-                fetcher.missing(hashes, at: ObjectIdentifier(slot))
+                fetcher.missing(hashes, at: slot.id)
             case let .close(reason, misbehaved):
                 close(slot, reason: reason, misbehaved: misbehaved)
                 return
@@ -132,7 +138,7 @@ extension Node {
 
     /// Bytes queued for a peer beyond which its connection is not read until they drain: a peer
     /// that asks and never reads cannot make the node's memory grow.
-    static let maxQueuedBytes = 8 << 20
+    public static let maxQueuedBytes = 8 << 20
     /// Chunk requests queued for a peer beyond which its connection is not read until they are
     /// answered, for the same reason (an honest peer has at most 64 in flight).
     static let maxQueuedChunkRequests = 256
@@ -147,8 +153,8 @@ extension Node {
     }
 
     private func resumeWhenDrained(_ slot: SessionSlot) {
-        schedule(after: .milliseconds(20), on: queue) { [self] in
-            guard sessions[ObjectIdentifier(slot)] != nil, !slot.connection.isClosed else { return }
+        _ = world.scheduler.after(.milliseconds(20), on: queue) { [self] in
+            guard sessions[slot.id] != nil, !slot.connection.isClosed else { return }
             if slot.connection.pendingWriteBytes < Node.maxQueuedBytes / 2,
                slot.machine.chunksToServeCount <= Node.maxQueuedChunkRequests / 2 {
                 slot.readPaused = false
@@ -174,8 +180,8 @@ extension Node {
     /// once its peer has no session left, the peer's clock lead (shown for connected peers only;
     /// kept for gone ones, entries would pile up with every identity that ever connected).
     private func forget(_ slot: SessionSlot) {
-        sessions.removeValue(forKey: ObjectIdentifier(slot))
-        fetcher.peerLeft(ObjectIdentifier(slot))
+        sessions.removeValue(forKey: slot.id)
+        fetcher.peerLeft(slot.id)
         if let peer = slot.peer, !sessions.values.contains(where: { $0.peer == peer }) { clockLead.removeValue(forKey: peer) }
     }
 
@@ -211,7 +217,11 @@ extension Node {
             return slot.outbound && slot.established && !slot.machine.isReconciling
                 && (!moving || now - slot.roundStartedAt >= config.maxRoundDeferral)
         }
-        if let slot = candidates.randomElement() { startRound(on: slot, now: now) }
+        if !candidates.isEmpty {
+            // In id order, so a seeded simulation's choice does not depend on the dictionary's.
+            let ordered = candidates.sorted { $0.id < $1.id }
+            startRound(on: ordered[world.random.index(below: ordered.count)], now: now)
+        }
         expirePeers(now: now)
         bans.prune(now: now)
         // A fetch with chunks wanted and none in flight has stalled on peers that lacked them or

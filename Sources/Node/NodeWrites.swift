@@ -34,7 +34,7 @@ extension Node {
     }
 
     public func removeObserver(_ token: Int) {
-        queue.async { [self] in observers.removeValue(forKey: token) }
+        world.scheduler.async(on: queue) { [self] in observers.removeValue(forKey: token) }
     }
 
     func notifyObservers(_ records: [Record]) {

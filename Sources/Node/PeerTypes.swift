@@ -31,7 +31,9 @@ struct DiscoveredPeer {
 /// One TCP connection and the session state machine that runs over it.
 /// Confined to the node's queue (it only crosses threads inside closures that hop back there).
 final class SessionSlot: @unchecked Sendable {
-    let connection: TCPConnection
+    /// The session's key in `Node.sessions`, unique for the node's lifetime.
+    let id: Int
+    let connection: any StreamConnection
     var machine: PeerSession
     let outbound: Bool
     var lastActivity: Double
@@ -51,13 +53,17 @@ final class SessionSlot: @unchecked Sendable {
     var recordsMovedAtTick = 0
     /// When this node last started a reconciliation round here (when the session opened, before any).
     var roundStartedAt: Double
+    /// When the session opened (monotonic seconds).
+    let openedAt: Double
 
-    init(connection: TCPConnection, machine: PeerSession, outbound: Bool, now: Double) {
+    init(id: Int, connection: any StreamConnection, machine: PeerSession, outbound: Bool, now: Double) {
+        self.id = id
         self.connection = connection
         self.machine = machine
         self.outbound = outbound
         lastActivity = now
         roundStartedAt = now
+        openedAt = now
     }
 
     /// Whether records are still moving on this session: some arrived or left since the previous
@@ -97,7 +103,8 @@ public struct NodeStatus: Codable, Sendable {
     public var pid: Int32
 }
 
-/// Wall-clock milliseconds since the Unix epoch, for record clocks.
+/// The system's wall-clock milliseconds since the Unix epoch, for code outside a node (a node
+/// reads its world's clock: `Node.wallMillis()`).
 func wallMillis() -> UInt64 {
     UInt64(Date().timeIntervalSince1970 * 1000)
 }

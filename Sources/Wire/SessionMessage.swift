@@ -206,7 +206,15 @@ public struct FrameReader: Sendable {
     /// If `fill` returns false, nothing is added.
     public mutating func append(count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Bool) -> Bool {
         compact()
-        if buffer.count < end + count { buffer.append(contentsOf: repeatElement(0, count: end + count - buffer.count)) }
+        if buffer.count < end + count {
+            // Zeroed in one call rather than element by element (which unoptimized builds do
+            // for a generic sequence, and which cost more than the rest of a session's reading).
+            let extra = [UInt8](unsafeUninitializedCapacity: end + count - buffer.count) { room, initialized in
+                UnsafeMutableRawBufferPointer(room).initializeMemory(as: UInt8.self, repeating: 0)
+                initialized = room.count
+            }
+            buffer += extra
+        }
         let filled = buffer.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[end..<end + count])) }
         if filled { end += count }
         return filled
