@@ -140,25 +140,25 @@ struct SyncKnobTests {
         let node = try Knobs.node(dir, log: LogLines())
         // The scheduler exactly as the node holds it.
         var fetcher = node.queue.sync { node.fetcher }
-        final class Peer {}
-        let slow = Peer(), other = Peer()
+        // Peers as the node numbers its sessions.
+        let slow = 1, other = 2
         let hashes = (0..<96).map { BLAKE2b.digest256([UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)]) }
         fetcher.want(hashes)
-        fetcher.peerJoined(ObjectIdentifier(slow))
+        fetcher.peerJoined(slow)
         let first = fetcher.schedule(now: 0).flatMap(\.hashes)
         #expect(first.count == 64, "in flight at once: \(first.count)")
         #expect(fetcher.schedule(now: 0).isEmpty, "a 65th request went out")
         // Half the window answered is not yet enough to ask again; one more is.
-        for hash in first.prefix(31) { fetcher.received(hash, from: ObjectIdentifier(slow)) }
+        for hash in first.prefix(31) { fetcher.received(hash, from: slow) }
         #expect(fetcher.schedule(now: 1).isEmpty)
-        fetcher.received(first[31], from: ObjectIdentifier(slow))
+        fetcher.received(first[31], from: slow)
         #expect(fetcher.schedule(now: 1).flatMap(\.hashes).count == 32)
         // Unanswered for 10 s: asked of another peer, not before (all 96 are in flight now).
-        fetcher.peerJoined(ObjectIdentifier(other))
+        fetcher.peerJoined(other)
         let unanswered = Set(first.suffix(32))
         #expect(fetcher.schedule(now: 9.9).isEmpty, "re-asked before 10 s")
         let after = fetcher.schedule(now: 10.1)
-        #expect(after.allSatisfy { $0.peer == ObjectIdentifier(other) })
+        #expect(after.allSatisfy { $0.peer == other })
         #expect(Set(after.flatMap(\.hashes)) == unanswered, "not re-asked of the other peer after 10 s")
     }
 }
