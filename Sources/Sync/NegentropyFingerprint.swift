@@ -63,7 +63,7 @@ public struct NegentropyRunningFingerprint: Sendable {
     public init() {}
 
     /// Adds one 32-byte id (the caller adds each id once).
-    public mutating func add(_ id: [UInt8]) {
+    public mutating func add<C: Collection<UInt8>>(_ id: C) {
         sum.add(NegentropyPackedID(bytes: id))
         count += 1
     }
