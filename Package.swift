@@ -18,6 +18,7 @@ let package = Package(
         // BLAKE2b of 8 (AVX-512) or 4 (AVX2) equal-length messages at once, for chunk checks. Optimised
         // in debug builds too, as the tests and acceptance scripts hash many chunks.
         .target(name: "CBLAKE2bLanes", cSettings: [.unsafeFlags(["-O2"])]),
+        .target(name: "CMemory"),
 
         // Pure layers: no Dispatch, no SQL, no sockets.
         .target(name: "Crypto", dependencies: ["CSodium", "CBLAKE2bLanes"]),
@@ -31,7 +32,7 @@ let package = Package(
         .target(name: "Transport"),
 
         // The composition root: a running node.
-        .target(name: "Node", dependencies: ["Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .target(name: "Node", dependencies: ["Store", "Sync", "Transport", "Wire", "Tree", "Crypto", "CMemory"]),
 
         // HTTP/1.1 parsing (sans-IO) and the local API served by a node.
         .target(name: "HTTP"),

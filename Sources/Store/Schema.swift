@@ -146,10 +146,12 @@ enum Schema {
 
     /// Migration 8: a message or profile was kept three times (the record, the zone's folded
     /// value, and each pair again in `zone_pairs`, with two 72-byte write orders per zone). Now a
-    /// zone keeps its value and the arrival number of the record folded last (`last_seq`, whose
-    /// write order is read from `records` when needed), and `zone_records` names the records
-    /// that wrote into each zone, decoded only to fold a zone again (a late older pair, or a
-    /// change of owner, both rare).
+    /// zone keeps its value, the arrival number of the record that made it (`first_seq`) and of the
+    /// record folded last (`last_seq`, whose write order is read from `records` when needed),
+    /// and `zone_records` names the other records that wrote into each zone, decoded only to
+    /// fold a zone again (a late older pair, or a change of owner, both rare). A message
+    /// written once, nearly all of them, has no row there. (Zones migrated from
+    /// `zone_pairs` have no `first_seq`: all their records are in `zone_records`.)
     ///
     /// `records` loses `author` (nothing reads it; the bytes hold it), and its index by id
     /// holds the clock too (`records_by_id`), so a node loads its record set for
@@ -167,6 +169,7 @@ enum Schema {
                 CREATE TABLE zones_by_seq (
                     zone TEXT PRIMARY KEY,
                     owner BLOB NOT NULL,
+                    first_seq INTEGER,
                     last_seq INTEGER,
                     value BLOB
                 ) STRICT, WITHOUT ROWID;

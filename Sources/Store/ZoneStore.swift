@@ -22,8 +22,9 @@ struct ZoneStore {
         let root = zone.root
         let zoneKey = StoreKey.of(root)
         let relative = pair.path.relative(to: root) ?? .root
-        try insertReference(zone: zoneKey, seq: seq)
-        // A pair that breaks the senderId rule counts for nothing, not even as a claim.
+        // A pair that breaks the senderId rule counts for nothing, not even as a claim, and no
+        // fold ever reads it (a fold takes the owner's pairs that keep the rule), so it is not
+        // noted either.
         guard ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID) else { return }
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
@@ -42,6 +43,8 @@ struct ZoneStore {
             try noteReferences(zone, JSONValue.null.setting(relative, to: pair.value))
             return
         }
+        // Every record but the zone's first (`first_seq`) is noted, for the folds to come.
+        try insertReference(zone: zoneKey, seq: seq)
 
         guard let row = try db.first("SELECT owner, last_seq, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
             ($0.blob(0), $0.isNull(1) ? nil : $0.int64(1), $0.isNull(2) ? nil : $0.blob(2))
@@ -96,9 +99,10 @@ struct ZoneStore {
         try db.run("UPDATE zones SET owner = X'', last_seq = NULL, value = NULL WHERE zone = ?", [.text(zoneKey)])
     }
 
-    /// Notes that the record stored as `seq` writes into the zone (unless noted already): the hot
-    /// insert of every ingest, bound directly on its cached statement. Only the reference is
-    /// kept, not the pair: the record holds it, and folding a zone again is rare.
+    /// Notes that the record stored as `seq` writes into the zone (unless noted already), bound
+    /// directly on its cached statement. Only the reference is kept, not the pair: the record
+    /// holds it, and folding a zone again is rare. Most zones (a message written once) never
+    /// need a row here: their one record is `zones.first_seq`.
     private func insertReference(zone: String, seq: Int64) throws {
         let statement = try db.cachedStatement("INSERT OR IGNORE INTO zone_records(zone, seq) VALUES (?, ?)")
         defer { statement.reset(); statement.clearBindings() }
@@ -110,19 +114,20 @@ struct ZoneStore {
     /// Creates the zone's row with this pair as its first (unless it exists); returns whether it
     /// was created.
     private func insertZone(_ zone: String, owner: [UInt8], seq: Int64, value: ArraySlice<UInt8>?) throws -> Bool {
-        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, last_seq, value) VALUES (?, ?, ?, ?)")
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, first_seq, last_seq, value) VALUES (?, ?, ?, ?, ?)")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.text(zone), at: 1)
         try statement.bind(.blob(owner), at: 2)
         try statement.bind(.integer(seq), at: 3)
-        if let value { try statement.bind(blob: value, at: 4) }
+        try statement.bind(.integer(seq), at: 4)
+        if let value { try statement.bind(blob: value, at: 5) }
         while try statement.step() {}
         return db.changes == 1
     }
 
     /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write
-    /// order. The pairs are read from the records that `zone_records` names. A disputed message
-    /// (no owner) folds to nothing.
+    /// order. The pairs are read from the records that `zones.first_seq` and `zone_records`
+    /// name. A disputed message (no owner) folds to nothing.
     func refold(_ zone: Zone) throws {
         let zoneKey = StoreKey.of(zone)
         guard let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(zoneKey)], { $0.blob(0) }),
@@ -131,8 +136,8 @@ struct ZoneStore {
         let ownerID = (try? PublicKey(bytes: owner))?.userID
         var pairs = [(order: [UInt8], seq: Int64, relative: Path, value: JSONValue)]()
         try db.query("""
-            SELECT records.seq, records.bytes FROM zone_records JOIN records ON records.seq = zone_records.seq
-            WHERE zone_records.zone = ?
+            SELECT seq, bytes FROM records WHERE seq IN (
+                SELECT seq FROM zone_records WHERE zone = ?1 UNION SELECT first_seq FROM zones WHERE zone = ?1)
             """, [.text(zoneKey)]) { row in
             // Verified when stored; a record that no longer decodes takes no effect (TreeRebuild).
             guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner,

@@ -45,7 +45,7 @@ struct StoreOnceMigrationTests {
         #expect(try store.db.userVersion == 8)
         #expect(try store.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'zone_pairs'") == 0)
         let zoneColumns = try store.db.all("SELECT name FROM pragma_table_info('zones')") { $0.text(0) }
-        #expect(zoneColumns == ["zone", "owner", "last_seq", "value"])
+        #expect(zoneColumns == ["zone", "owner", "first_seq", "last_seq", "value"])
         let recordColumns = try store.db.all("SELECT name FROM pragma_table_info('records')") { $0.text(0) }
         #expect(recordColumns == ["seq", "id", "clock", "kind", "bytes"])
         // Every zone that holds a value names the record folded last, and every record that
