@@ -77,7 +77,7 @@ struct BenchOptions {
     /// Records of the scale benchmark: `--records`, else 1M, or 100k with `--quick`.
     var scaleRecords: Int { recordsGiven ? records : (quick ? 100_000 : 1_000_000) }
     /// API queries the scale benchmark times.
-    var scaleQueries: Int { quick ? 100 : 300 }
+    var scaleQueries: Int { quick ? 100 : 40 }
     var reportPath = "BENCHMARKS.md"
 }
 

@@ -17,7 +17,9 @@ enum ScaleBenchmark {
         let lanchat = try lanchatExecutable()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-scale-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // LANCHAT_SCALE_KEEP=1 keeps the stream and both stores for a look afterwards.
+        let keep = ProcessInfo.processInfo.environment["LANCHAT_SCALE_KEEP"] == "1"
+        defer { if keep { log("kept \(dir)") } else { try? FileManager.default.removeItem(atPath: dir) } }
 
         log("generating and signing \(n) records")
         let data = ScaleData(records: n, seed: 2026)
@@ -122,7 +124,7 @@ enum ScaleBenchmark {
         let deadline = Date().addingTimeInterval(Double(n) / 500 + 120)
         while Date() < deadline {
             if let count = recordCount(lanchat, b), count >= expected { synced = true; break }
-            usleep(200_000)
+            usleep(Double(n) >= 500_000 ? 1_000_000 : 250_000)  // each look is a process of its own
         }
         let syncSeconds = Double(DispatchTime.now().uptimeNanoseconds - syncBegin) / 1e9
         let verifyAfterSync = verifyRate()
