@@ -76,9 +76,14 @@ final class ProcessProbe: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// Asks the process to stop (SIGTERM) and waits for it.
+    /// Asks the process to stop (SIGTERM) and waits for it. The request is repeated every
+    /// second: `lanchat run` ignores SIGTERM for a moment while it installs its handler.
     func stop() {
-        if process.isRunning { process.terminate() }
+        while process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(1)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+        }
         wait()
     }
 
