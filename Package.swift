@@ -19,6 +19,7 @@ let package = Package(
         // BLAKE2b of 8 (AVX-512) or 4 (AVX2) equal-length messages at once, for chunk checks. Optimised
         // in debug builds too, as the tests and acceptance scripts hash many chunks.
         .target(name: "CBLAKE2bLanes", cSettings: [.unsafeFlags(["-O2"])]),
+        .target(name: "CMemory"),
 
         // Pure layers: no Dispatch, no SQL, no sockets.
         .target(name: "Crypto", dependencies: ["CSodium", "CBLAKE2bLanes"]),
@@ -32,7 +33,7 @@ let package = Package(
         .target(name: "Transport"),
 
         // The composition root: a running node.
-        .target(name: "Node", dependencies: ["Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .target(name: "Node", dependencies: ["Store", "Sync", "Transport", "Wire", "Tree", "Crypto", "CMemory"]),
 
         // HTTP/1.1 parsing (sans-IO) and the local API served by a node.
         .target(name: "HTTP"),
@@ -66,7 +67,8 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["TestSupport", "Transport"]),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP"]),
         .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "DiskFaults", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
-        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),

@@ -10,6 +10,7 @@ public enum BenchMain {
         "directory": DirectoryBenchmark.run,
         "mesh": MeshBenchmark.run,
         "images": ImageBenchmark.run,
+        "scale": ScaleBenchmark.run,
     ]
 
     public static func run() {
@@ -22,6 +23,7 @@ public enum BenchMain {
             case "--records":
                 guard let n = arguments.first.flatMap(Int.init), n > 0 else { fail("--records needs a positive integer") }
                 options.records = n
+                options.recordsGiven = true
                 arguments.removeFirst()
             case "--no-write": options.writeFile = false
             case "--reconcile-items", "--latency-messages":
@@ -33,10 +35,12 @@ public enum BenchMain {
                 options.records = 2_000
                 options.reconciliationItems = 20_000
                 options.latencyMessages = 50
+                options.quick = true
                 options.writeFile = false
             case "-h", "--help":
                 print("USAGE: lanchat-bench [\(benchmarks.keys.sorted().joined(separator: "|"))]... [--records N] [--quick] [--no-write]")
                 print("Writes its figures into BENCHMARKS.md unless --no-write is given.")
+                print("scale: --records N (default 1000000; 100000 with --quick) generates, imports and syncs a year of chat.")
                 exit(0)
             default:
                 guard benchmarks[a] != nil else { fail("unknown benchmark '\(a)'") }
@@ -67,6 +71,13 @@ struct BenchOptions {
     var reconciliationItems = 1_000_000
     var latencyMessages = 1_000
     var writeFile = true
+    /// Whether `--records` was given, and whether `--quick` was.
+    var recordsGiven = false
+    var quick = false
+    /// Records of the scale benchmark: `--records`, else 1M, or 100k with `--quick`.
+    var scaleRecords: Int { recordsGiven ? records : (quick ? 100_000 : 1_000_000) }
+    /// API queries the scale benchmark times.
+    var scaleQueries: Int { quick ? 100 : 40 }
     var reportPath = "BENCHMARKS.md"
 }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Store
 import Wire
@@ -37,34 +38,36 @@ enum TransferCommands {
         name: "import",
         writes: true,
         abstract: "Read an export stream, verify each record, and store the valid ones.",
-        discussion: "Reads FILE, or standard input when FILE is absent or '-'. A damaged stream is refused whole; a record that fails verification is reported with its reason and the rest are stored (exit status 1 if any was refused).",
+        discussion: "Reads FILE, or standard input when FILE is absent or '-'. A damaged stream is refused whole; a record that fails verification is reported with its reason and the rest are stored (exit status 1 if any was refused). The stream is read in pieces, twice (the framing first), so memory does not grow with its size; standard input is first copied to a temporary file in the data directory.",
         arguments: [ArgumentSpec(name: "FILE", help: "The export stream to read.", optional: true)]
     )) { context in
         let node = try context.openNode()
-        let input: [UInt8]
-        if context.arguments.positionals.first.map({ $0 != "-" }) ?? false {
-            let file = context.positional(0)
-            guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure("cannot read \(file)") }
-            input = Array(data)
-        } else {
-            input = try context.console.readInput()
+        let file = context.arguments.positionals.first.flatMap { $0 == "-" ? nil : $0 }
+        let input: ImportInput
+        do {
+            input = try ImportInput.check(file: file, console: context.console, copyDirectory: node.directory.path)
+        } catch let error as ExportStream.StreamError {
+            throw CommandFailure("\(error); nothing imported")
         }
-        let frames: [ArraySlice<UInt8>]
-        do { frames = try ExportStream.frames(input) } catch { throw CommandFailure("\(error); nothing imported") }
+        defer { input.remove() }
 
-        var added = 0, duplicates = 0, refused = 0
-        var start = 0
-        while start < frames.count {
-            let end = min(start + batchSize, frames.count)
+        var added = 0, duplicates = 0, refused = 0, total = 0
+        var reader = ExportStream.Reader()
+        var frames = [ArraySlice<UInt8>]()
+        // The batch being verified on other threads while the one before it is stored here.
+        var verifying: (group: DispatchGroup, outcomes: BatchVerifier.Outcomes, first: Int)?
+
+        func store(_ outcomes: BatchVerifier.Outcomes, first: Int) throws {
             var batch = [Wire.Record]()
             var positions = [Int]()
-            for index in start..<end {
-                do {
-                    batch.append(try Wire.Record.decode(Array(frames[index])))
-                    positions.append(index)
-                } catch {
+            for (offset, outcome) in outcomes.results.enumerated() {
+                switch outcome! {
+                case let .success(record):
+                    batch.append(record)
+                    positions.append(first + offset)
+                case let .failure(error):
                     refused += 1
-                    context.console.printError("record #\(index + 1) refused: \(error)")
+                    context.console.printError("record #\(first + offset + 1) refused: \(error)")
                 }
             }
             let report = try node.store.ingest(batch, nowMillis: context.console.nowMillis())
@@ -74,9 +77,28 @@ enum TransferCommands {
                 refused += 1
                 context.console.printError("record #\(positions[index] + 1) refused: \(reason)")
             }
-            start = end
         }
+        func flush() throws {
+            let next = frames.isEmpty ? nil : (BatchVerifier.start(frames), total)
+            total += frames.count
+            frames.removeAll(keepingCapacity: true)
+            if let (group, outcomes, first) = verifying {
+                group.wait()
+                try store(outcomes, first: first)
+            }
+            verifying = next.map { ($0.0.0, $0.0.1, $0.1) }
+        }
+
+        try input.forEachPiece { piece in
+            for frame in try reader.feed(piece) {
+                frames.append(frame)
+                if frames.count == batchSize { try flush() }
+            }
+        }
+        try reader.finish()  // checked on the first pass; the file did not change since
+        try flush()
+        try flush()
         context.console.printError("imported \(added) new records, \(duplicates) already held, \(refused) refused")
-        if refused > 0 { throw CommandFailure("\(refused) of \(frames.count) records were refused") }
+        if refused > 0 { throw CommandFailure("\(refused) of \(total) records were refused") }
     }
 }

@@ -26,6 +26,9 @@ public final class Node: @unchecked Sendable {
     /// Arrival number of the newest record this node has handled (others may be written by the
     /// CLI in another process; they are picked up and pushed by `pickUpLocalWrites`).
     var handledSequence: Int64
+    /// Arrival numbers of the records this node stored itself (already in `recordSet`) that
+    /// `pickUpLocalWrites` has not passed yet; it drops each as it passes it.
+    var storedHere = Set<Int64>()
     var listener: (any StreamListener)?
     var sessionSocket: (any DatagramSocket)?
     /// Beacons out and in (NodeDiscovery.swift); nil with discovery off.
@@ -91,7 +94,7 @@ public final class Node: @unchecked Sendable {
         self.network = network
         self.config = config
         datagramKey = network.datagramKey
-        recordSet = RecordSet(try store.recordKeys())
+        recordSet = try RecordSet(store: store)
         handledSequence = try store.lastSequence()
         listenAddress = config.listen
     }

@@ -48,7 +48,7 @@ extension Node {
         ids.reserveCapacity(encodings.count)
         for bytes in encodings {
             let id = BLAKE2b.digest256(bytes)
-            guard !recordSet.contains(id), arriving.insert(id).inserted else { continue }
+            guard !holds(id), arriving.insert(id).inserted else { continue }
             fresh.append(bytes)
             ids.append(id)
         }
@@ -148,6 +148,7 @@ extension Node {
         guard report.added > 0 else { return }
         let added = report.addedIndices.map { records[$0] }
         for record in added { recordSet.insert(clock: record.clock, id: record.id.bytes) }
+        storedHere.formUnion(report.addedSequences)
         // Positions in `records` run batch after batch; `addedIndices` is ascending.
         var position = 0, offset = 0
         for (batch, slot) in batches {
@@ -193,6 +194,12 @@ extension Node {
         world.scheduler.async(on: queue) { [self] in pickUpLocalWrites() }
     }
 
+    /// Whether the record is held: the record set's answer, confirmed by the store when it is
+    /// "maybe" (`RecordSet.mayContain`).
+    func holds(_ id: Digest32) -> Bool {
+        recordSet.mayContain(id) && ((try? store.hasRecord(id)) ?? false)
+    }
+
     func pickUpLocalWrites() {
         dispatchPrecondition(condition: .onQueue(queue))
         var encodings = [[UInt8]]()
@@ -201,7 +208,7 @@ extension Node {
             for (sequence, id, bytes) in fresh {
                 handledSequence = max(handledSequence, sequence)
                 // Records this node stored itself are known already; only other processes' are new.
-                guard !recordSet.contains(id), let record = try? Record.decode(bytes, verify: false) else { continue }
+                guard storedHere.remove(sequence) == nil, let record = try? Record.decode(bytes, verify: false) else { continue }
                 recordSet.insert(clock: record.clock, id: record.id.bytes)
                 encodings.append(bytes)
                 records.append(record)

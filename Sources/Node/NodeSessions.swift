@@ -232,6 +232,7 @@ extension Node {
             if isBanned(address) { continue }  // it broke the protocol: not redialled until the ban ends
             if (manualRetry[address] ?? 0) <= now { connect(to: address, expected: nil, manual: true) }
         }
+        releaseFreedMemoryWhenQuiet()
     }
 }
 

@@ -1,41 +1,57 @@
 import Crypto
+import Store
 import Sync
 
-/// The node's record set as reconciliation sees it: every record's (clock, id) (the snapshot for a
-/// reconciliation sorts them, so they are kept in arrival order here), and
-/// the whole-set fingerprint kept up to date as records arrive (the sum of ids changes by one
-/// addition per record), so beacons cost nothing to fill.
+/// The node's record set as reconciliation sees it: every record's (clock, id), packed and sorted
+/// on demand (`NegentropyGrowingSet`), and the whole-set fingerprint kept up to date as records
+/// arrive (the sum of ids changes by one addition per record), so beacons cost nothing to fill.
+///
+/// Memory is what bounds it (about 56 bytes a record: 40 for the item, 16 for the id prefix in
+/// a hash set), so it keeps no full ids for lookups. `mayContain` answers from the first 8 bytes
+/// of an id: "no" is certain, "yes" is confirmed against the store by the caller
+/// (`Node.holds`), since two records may share a prefix (a member can make such a pair with
+/// some 2^32 signatures).
 struct RecordSet {
-    private(set) var items: [NegentropyItem] = []
-    private var ids = Set<Digest32>()
+    private var items = NegentropyGrowingSet()
+    private var prefixes = Set<UInt64>()
     private var running = NegentropyRunningFingerprint()
-    private var snapshot: NegentropySortedItems?
 
     var count: Int { items.count }
 
-    func contains(_ id: Digest32) -> Bool { ids.contains(id) }
-    func contains(_ id: [UInt8]) -> Bool { (try? Digest32(bytes: id)).map(contains) ?? false }
-
-    init(_ keys: [(clock: UInt64, id: [UInt8])]) {
-        for key in keys { insert(clock: key.clock, id: key.id) }
+    /// Loads every record's key from the store, without an array per id.
+    init(store: Store) throws {
+        let expected = try store.recordCount()
+        items.reserveCapacity(expected)
+        prefixes.reserveCapacity(expected)
+        try store.forEachRecordKey { clock, id in
+            guard items.append(timestamp: clock, id: id) else { return }
+            prefixes.insert(RecordSet.prefix(id))
+            running.add(id)
+        }
     }
 
+    /// Whether a record with this id may be held; false is certain.
+    func mayContain(_ id: Digest32) -> Bool {
+        id.bytes.withUnsafeBytes { prefixes.contains(RecordSet.prefix($0)) }
+    }
+
+    /// Adds a record newly stored (each record once: the caller knows it from the store's
+    /// report of what it added, or from its arrival number).
     mutating func insert(clock: UInt64, id: [UInt8]) {
-        guard let item = NegentropyItem(timestamp: clock, id: id), let digest = try? Digest32(bytes: id),
-              ids.insert(digest).inserted else { return }
-        running.add(id)
-        items.append(item)
-        snapshot = nil
+        id.withUnsafeBytes { raw in
+            guard items.append(timestamp: clock, id: raw) else { return }
+            prefixes.insert(RecordSet.prefix(raw))
+            running.add(raw)
+        }
     }
 
     /// Negentropy's fingerprint of the whole set.
     var fingerprint: [UInt8] { running.fingerprint }
 
     /// A snapshot for one reconciliation, rebuilt only when the set changed.
-    mutating func sortedItems() -> NegentropySortedItems {
-        if let snapshot { return snapshot }
-        let fresh = NegentropySortedItems(items)
-        snapshot = fresh
-        return fresh
+    mutating func sortedItems() -> NegentropySortedItems { items.sortedItems() }
+
+    private static func prefix(_ id: UnsafeRawBufferPointer) -> UInt64 {
+        id.loadUnaligned(as: UInt64.self)
     }
 }

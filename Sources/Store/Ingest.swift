@@ -13,6 +13,8 @@ public struct IngestReport: Sendable {
     public var refused: [(index: Int, reason: String)] = []
     /// Positions in the batch of the records stored for the first time.
     public var addedIndices: [Int] = []
+    /// Their arrival numbers (`seq`), in the same order.
+    public var addedSequences: [Int64] = []
 
     public init() {}
 }
@@ -30,10 +32,11 @@ extension Store {
                     report.refused.append((index, "clock \(HybridLogicalClock.millis(of: record.clock)) ms is too far ahead of this node's \(nowMillis) ms; not accepted yet"))
                     continue
                 }
-                if try insert(record) {
-                    try apply(record)
+                if let seq = try insert(record) {
+                    try apply(record, seq: seq)
                     report.added += 1
                     report.addedIndices.append(index)
+                    report.addedSequences.append(seq)
                     newest = max(newest, record.clock)
                 } else {
                     report.duplicates += 1
@@ -49,21 +52,21 @@ extension Store {
         return report
     }
 
-    /// Inserts the record unless held; returns whether it was new.
-    func insert(_ record: Record) throws -> Bool {
-        let statement = try db.cachedStatement("INSERT OR IGNORE INTO records(id, clock, author, kind, bytes) VALUES (?, ?, ?, ?, ?)")
+    /// Inserts the record unless held; returns its arrival number if it was new, nil if held.
+    func insert(_ record: Record) throws -> Int64? {
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO records(id, clock, kind, bytes) VALUES (?, ?, ?, ?)")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.blob(record.id.bytes), at: 1)
         try statement.bind(.integer(Int64(bitPattern: record.clock)), at: 2)
-        try statement.bind(.blob(record.author.bytes), at: 3)
-        try statement.bind(.integer(Int64(record.kind.rawValue)), at: 4)
-        try statement.bind(.blob(record.encoded), at: 5)
+        try statement.bind(.integer(Int64(record.kind.rawValue)), at: 3)
+        try statement.bind(.blob(record.encoded), at: 4)
         while try statement.step() {}
-        return db.changes == 1
+        return db.changes == 1 ? db.lastInsertRowID : nil
     }
 
-    /// Applies every pair of a newly stored record under the write rules.
-    func apply(_ record: Record) throws {
+    /// Applies every pair of a newly stored record, stored as arrival number `seq`, under the
+    /// write rules.
+    func apply(_ record: Record, seq: Int64) throws {
         switch record.body {
         case let .manifest(manifest):
             try blobs.addManifest(manifest, id: record.id)
@@ -84,7 +87,7 @@ extension Store {
                     if valueEncodings == nil { valueEncodings = record.pairValueEncodings }
                     let uid = authorID ?? record.author.userID
                     authorID = uid
-                    try zones.apply(pair, encodedValue: valueEncodings![index], zone: zone, author: record.author, authorID: uid, order: order)
+                    try zones.apply(pair, encodedValue: valueEncodings![index], zone: zone, author: record.author, authorID: uid, order: order, seq: seq)
                     if case let .user(owner) = zone, owner == uid { profileChanged = true }
                 }
             }

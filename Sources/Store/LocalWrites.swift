@@ -81,7 +81,7 @@ extension Store {
     /// Signs and stores one record of any kind; call inside a transaction.
     func writeRecord(_ body: RecordBody, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
         let record = try Record.make(body: body, clock: try nextClock(nowMillis: nowMillis), signer: signer)
-        if try insert(record) { try apply(record) }
+        if let seq = try insert(record) { try apply(record, seq: seq) }
         return record
     }
 

@@ -10,9 +10,11 @@ import SQLite
 ///   non-null one (`ord_set`); they decide which later-arriving, older writes are hidden.
 /// - `zones`: each protected zone (a profile, a message) as one row: its owner and its value,
 ///   the fold of its owner's pairs. Zones are small, so folding them whole is cheap, and a
-///   message is read and written as a single row.
+///   message is read and written as a single row. Migration 8 replaces its write orders by
+///   `last_seq`, the arrival number of the record folded last.
 /// - `zone_pairs`: the pairs written into zones, to fold again when an older pair arrives late
-///   or a message changes owner.
+///   or a message changes owner. Migration 8 replaces it by `zone_records`, which names the
+///   records only (the records hold the pairs).
 /// - `chunks`, `manifests`, `files`: the blob store: chunks by hash (each stored once), the
 ///   manifests that list them, and the storage paths that name a manifest (last writer wins).
 ///   Migration 5 moves the chunks out of this file (`ChunkStore`) and drops `chunks` here.
@@ -158,9 +160,7 @@ enum Schema {
                 PRIMARY KEY (ord, value, key)
             ) STRICT, WITHOUT ROWID;
             """),
-        // Number 8 is reserved for another change of the store; it changes nothing here, and
-        // keeps the numbers sequential.
-        Migration(version: 8, name: "reserved", sql: ""),
+        Migration(version: 8, name: "each message kept once beside its record") { db in try storeOnce(db) },
         // Where the node's user has read each conversation up to (`Store.markRead`): local state of
         // this node, never a record.
         Migration(version: 9, name: "read marks of conversations", sql: """
@@ -170,4 +170,68 @@ enum Schema {
             ) STRICT, WITHOUT ROWID;
             """),
     ]
+
+    /// Migration 8: a message or profile was kept three times (the record, the zone's folded
+    /// value, and each pair again in `zone_pairs`, with two 72-byte write orders per zone). Now a
+    /// zone keeps its value, the arrival number of the record that made it (`first_seq`) and of the
+    /// record folded last (`last_seq`, whose write order is read from `records` when needed),
+    /// and `zone_records` names the other records that wrote into each zone, decoded only to
+    /// fold a zone again (a late older pair, or a change of owner, both rare). A message
+    /// written once, nearly all of them, has no row there. (Zones migrated from
+    /// `zone_pairs` have no `first_seq`: all their records are in `zone_records`.)
+    ///
+    /// `records` loses `author` (nothing reads it; the bytes hold it), and its index by id
+    /// holds the clock too (`records_by_id`), so a node loads its record set for
+    /// reconciliation from the index alone at start-up instead of reading every record. An id
+    /// is the hash of bytes that hold the clock, so (id, clock) is unique exactly when id is.
+    /// The tree does not change, so nothing is folded again.
+    static func storeOnce(_ db: Connection) throws {
+        // Each step checks for the layout it replaces, so a file already (partly) in the new
+        // layout, such as one whose version was set back by hand, is left as it is.
+        func columns(_ table: String) throws -> Set<String> {
+            Set(try db.all("SELECT name FROM pragma_table_info(?)", [.text(table)]) { $0.text(0) })
+        }
+        if try columns("zones").contains("last_ord") {
+            try db.execute("""
+                CREATE TABLE zones_by_seq (
+                    zone TEXT PRIMARY KEY,
+                    owner BLOB NOT NULL,
+                    first_seq INTEGER,
+                    last_seq INTEGER,
+                    value BLOB
+                ) STRICT, WITHOUT ROWID;
+                INSERT INTO zones_by_seq(zone, owner, last_seq, value)
+                    SELECT zone, owner, (SELECT seq FROM records WHERE id = substr(last_ord, 41, 32)), value FROM zones;
+                DROP TABLE zones;
+                ALTER TABLE zones_by_seq RENAME TO zones;
+                """)
+        }
+        if try !columns("zone_pairs").isEmpty {
+            try db.execute("""
+                CREATE TABLE zone_records (
+                    zone TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    PRIMARY KEY (zone, seq)
+                ) STRICT, WITHOUT ROWID;
+                INSERT OR IGNORE INTO zone_records(zone, seq)
+                    SELECT zone_pairs.zone, records.seq FROM zone_pairs JOIN records ON records.id = substr(zone_pairs.ord, 41, 32);
+                DROP TABLE zone_pairs;
+                """)
+        }
+        if try columns("records").contains("author") {
+            try db.execute("""
+                CREATE TABLE records_by_seq (
+                    seq INTEGER PRIMARY KEY,
+                    id BLOB NOT NULL,
+                    clock INTEGER NOT NULL,
+                    kind INTEGER NOT NULL,
+                    bytes BLOB NOT NULL
+                ) STRICT;
+                INSERT INTO records_by_seq(seq, id, clock, kind, bytes) SELECT seq, id, clock, kind, bytes FROM records ORDER BY seq;
+                DROP TABLE records;
+                ALTER TABLE records_by_seq RENAME TO records;
+                CREATE UNIQUE INDEX records_by_id ON records(id, clock);
+                """)
+        }
+    }
 }

@@ -28,6 +28,8 @@ public final class Store {
     /// How this store reaches the disk (`DiskAccess.system` unless a test says otherwise); the
     /// chunk writer and the background checkpointer open their files the same way.
     public let disk: DiskAccess
+    /// The store connection's page cache, in KiB.
+    public static let pageCacheKiB = 16_384
     /// Set by `checkpointInBackground`.
     private var checkpointer: BackgroundCheckpointer?
 
@@ -41,9 +43,12 @@ public final class Store {
         do {
             db = try Connection(path: path, vfs: disk.vfs)
             _ = try db.configureForDurability()
-            // A larger page cache and memory-mapped reads: the tree's indexes are read on every
-            // write, and the default 2 MB cache sends most reads to the kernel.
-            try db.execute("PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456; PRAGMA temp_store = MEMORY")
+            // Reads through a memory map of the whole file (up to SQLite's 2 GB limit): its pages
+            // are the kernel's file cache, shared and dropped under pressure, not this process's
+            // memory. The page cache proper (16 MB, anonymous memory) then mostly holds the
+            // pages a transaction writes; memory stays bounded whatever the store's size
+            // (README, "Memory and storage at scale").
+            try db.execute("PRAGMA cache_size = -\(Store.pageCacheKiB); PRAGMA mmap_size = 2147418112; PRAGMA temp_store = MEMORY")
         } catch {
             throw Self.storeError(error, path: path)
         }

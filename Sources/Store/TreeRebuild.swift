@@ -18,7 +18,7 @@ extension Store {
             // Another process may have done it between the look above and this transaction.
             guard try db.scalarInt("SELECT value FROM meta WHERE key = 'tree_rebuild'") == 1 else { return }
             try db.execute("""
-                DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_pairs;
+                DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_records;
                 DELETE FROM files; DELETE FROM file_refs; DELETE FROM zone_order_rows;
                 """)
             rebuildingTree = true
@@ -27,9 +27,9 @@ extension Store {
             // verified when stored, so only decoded here. A record that no longer decodes (its
             // paths meet once keys are taken in NFC, Protocol.md §5.1) is one this node would
             // now refuse: it takes no effect, as on a node that never stored it.
-            try db.query("SELECT bytes FROM records ORDER BY seq") { row in
-                guard let record = try? Record.decode(row.blob(0), verify: false) else { return }
-                try apply(record)
+            try db.query("SELECT seq, bytes FROM records ORDER BY seq") { row in
+                guard let record = try? Record.decode(row.blob(1), verify: false) else { return }
+                try apply(record, seq: row.int64(0))
             }
             try rebuildUserDirectoryFromTree()
             try db.run("DELETE FROM meta WHERE key = 'tree_rebuild'")

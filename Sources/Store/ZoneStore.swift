@@ -10,19 +10,21 @@ import Wire
 struct ZoneStore {
     let db: Connection
 
-    /// Applies a pair written into `zone`. `encodedValue` is the pair's value as the record
-    /// carries it (canonical CBOR, what `TreeValueCodec.encode` would give) and `authorID` the
-    /// author's user id, both worked out once per record by the caller.
+    /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
+    /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
+    /// `TreeValueCodec.encode` would give) and `authorID` the author's user id, both worked out
+    /// once per record by the caller.
     func apply(_ pair: WritePair, encodedValue: ArraySlice<UInt8>, zone: Zone, author: PublicKey, authorID: String,
-               order: [UInt8]) throws {
+               order: [UInt8], seq: Int64) throws {
         // Someone else's pairs can never count in a profile, so they are not even kept.
         if case let .user(uid) = zone, uid != authorID { return }
         assert(Array(encodedValue) == TreeValueCodec.encode(pair.value).encoded(), "a record's value bytes are not canonical")
         let root = zone.root
         let zoneKey = StoreKey.of(root)
         let relative = pair.path.relative(to: root) ?? .root
-        try insertPair(zone: zoneKey, order: order, path: StoreKey.of(relative), author: author.bytes, value: encodedValue)
-        // A pair that breaks the senderId rule counts for nothing, not even as a claim.
+        // A pair that breaks the senderId rule counts for nothing, not even as a claim, and no
+        // fold ever reads it (a fold takes the owner's pairs that keep the rule), so it is not
+        // noted either.
         guard ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID) else { return }
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
@@ -37,30 +39,52 @@ struct ZoneStore {
         } else {
             firstValue = nil
         }
-        if try insertZone(zoneKey, owner: author.bytes, order: order, value: firstValue) {
+        if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
             let value = JSONValue.null.setting(relative, to: pair.value)
             try orders.zoneChanged(zone, old: .null, new: value)
             try noteReferences(zone, value)
             return
         }
+        // Every record but the zone's first (`first_seq`) is noted, for the folds to come.
+        try insertReference(zone: zoneKey, seq: seq)
 
-        guard let row = try db.first("SELECT owner, last_ord, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
-            ($0.blob(0), $0.isNull(1) ? nil : $0.blob(1), $0.isNull(2) ? nil : $0.blob(2))
+        guard let row = try db.first("SELECT owner, last_seq, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
+            ($0.blob(0), $0.isNull(1) ? nil : $0.int64(1), $0.isNull(2) ? nil : $0.blob(2))
         }) else { return }
-        let (owner, lastOrder, stored) = row
+        let (owner, lastSeq, stored) = row
         guard author.bytes == owner else {
             if case let .message(_, key) = zone { try claim(zone, key: key, by: author, authorID: authorID, from: owner) }
             return
         }
-        if let lastOrder, !lastOrder.lexicographicallyPrecedes(order) {
+        // Another pair of the record folded last extends the value too: a record's paths never
+        // overlap, so its pairs fold alike in any order.
+        if let lastSeq, lastSeq != seq, let lastOrder = try writeOrder(ofRecord: lastSeq, author: owner),
+           !lastOrder.lexicographicallyPrecedes(order) {
             try refold(zone)  // older than what the value already holds: fold again in order
             return
         }
         let current = try stored.map { try ZoneStore.decode($0, zone: zone) } ?? .null
         let next = current.setting(relative, to: pair.value)
-        try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?", [.blob(order), ZoneStore.encode(next), .text(zoneKey)])
+        try db.run("UPDATE zones SET last_seq = ?, value = ? WHERE zone = ?", [.integer(seq), ZoneStore.encode(next), .text(zoneKey)])
         try orders.zoneChanged(zone, old: current, new: next)
         try noteReferences(zone, next)
+    }
+
+    /// The write-order key (`WriteOrder.key`) of the record stored as `seq`, written by `author`
+    /// (the zone's owner, the author of every pair a zone's value folds), read from its row
+    /// without decoding it.
+    private func writeOrder(ofRecord seq: Int64, author: [UInt8]) throws -> [UInt8]? {
+        let statement = try db.cachedStatement("SELECT clock, id FROM records WHERE seq = ?")
+        defer { statement.reset(); statement.clearBindings() }
+        try statement.bind(.integer(seq), at: 1)
+        guard try statement.step() else { return nil }
+        var key = [UInt8]()
+        key.reserveCapacity(72)
+        let clock = UInt64(bitPattern: statement.int64(0))
+        for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: clock >> UInt64(shift))) }
+        key += author
+        key += statement.blob(1)
+        return key
     }
 
     /// A second author's valid pair in a message zone (Protocol.md §5.4): the author bound by the
@@ -76,40 +100,39 @@ struct ZoneStore {
         }
         if let ownerID = (try? PublicKey(bytes: owner))?.userID, MessageKey.isBound(key, to: ownerID) { return }
         let old = try value(of: zone)
-        try db.run("UPDATE zones SET owner = X'', last_ord = NULL, value = NULL WHERE zone = ?", [.text(zoneKey)])
+        try db.run("UPDATE zones SET owner = X'', last_seq = NULL, value = NULL WHERE zone = ?", [.text(zoneKey)])
         try orders.zoneChanged(zone, old: old, new: .null)
     }
 
-    /// Keeps a pair (unless held): the hot insert of every ingest, bound directly on its
-    /// cached statement rather than through an array of `SQLValue`s.
-    private func insertPair(zone: String, order: [UInt8], path: String, author: [UInt8], value: ArraySlice<UInt8>) throws {
-        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zone_pairs(zone, ord, path, author, value) VALUES (?, ?, ?, ?, ?)")
+    /// Notes that the record stored as `seq` writes into the zone (unless noted already), bound
+    /// directly on its cached statement. Only the reference is kept, not the pair: the record
+    /// holds it, and folding a zone again is rare. Most zones (a message written once) never
+    /// need a row here: their one record is `zones.first_seq`.
+    private func insertReference(zone: String, seq: Int64) throws {
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zone_records(zone, seq) VALUES (?, ?)")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.text(zone), at: 1)
-        try statement.bind(.blob(order), at: 2)
-        try statement.bind(.text(path), at: 3)
-        try statement.bind(.blob(author), at: 4)
-        try statement.bind(blob: value, at: 5)
+        try statement.bind(.integer(seq), at: 2)
         while try statement.step() {}
     }
 
     /// Creates the zone's row with this pair as its first (unless it exists); returns whether it
-    /// was created. (`first_ord`, once what decided a message's owner, is only filled in: no
-    /// rule reads it since ownership is bound to the message key.)
-    private func insertZone(_ zone: String, owner: [UInt8], order: [UInt8], value: ArraySlice<UInt8>?) throws -> Bool {
-        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, first_ord, last_ord, value) VALUES (?, ?, ?, ?, ?)")
+    /// was created.
+    private func insertZone(_ zone: String, owner: [UInt8], seq: Int64, value: ArraySlice<UInt8>?) throws -> Bool {
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, first_seq, last_seq, value) VALUES (?, ?, ?, ?, ?)")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.text(zone), at: 1)
         try statement.bind(.blob(owner), at: 2)
-        try statement.bind(.blob(order), at: 3)
-        try statement.bind(.blob(order), at: 4)
+        try statement.bind(.integer(seq), at: 3)
+        try statement.bind(.integer(seq), at: 4)
         if let value { try statement.bind(blob: value, at: 5) }
         while try statement.step() {}
         return db.changes == 1
     }
 
-    /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write order.
-    /// A disputed message (no owner) folds to nothing.
+    /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write
+    /// order. The pairs are read from the records that `zones.first_seq` and `zone_records`
+    /// name. A disputed message (no owner) folds to nothing.
     func refold(_ zone: Zone) throws {
         let zoneKey = StoreKey.of(zone)
         guard let owner = try db.first("SELECT owner FROM zones WHERE zone = ?", [.text(zoneKey)], { $0.blob(0) }),
@@ -117,18 +140,26 @@ struct ZoneStore {
         let root = zone.root
         let ownerID = (try? PublicKey(bytes: owner))?.userID
         let old = try self.value(of: zone)
-        var value = JSONValue.null
-        var last: [UInt8]?
-        try db.query("SELECT path, value, ord FROM zone_pairs WHERE zone = ? AND author = ? ORDER BY ord", [.text(zoneKey), .blob(owner)]) { row in
-            let relative = try StoreKey.path(row.text(0))
-            let absolute = try root.appending(relative)
-            let pairValue = try TreeValueCodec.decode(CBORDecoder.decode(row.blob(1)), at: absolute)
-            guard ZoneStore.obeysRules(zone, path: absolute, value: pairValue, authorID: ownerID) else { return }
-            value = value.setting(relative, to: pairValue)
-            last = row.blob(2)
+        var pairs = [(order: [UInt8], seq: Int64, relative: Path, value: JSONValue)]()
+        try db.query("""
+            SELECT seq, bytes FROM records WHERE seq IN (
+                SELECT seq FROM zone_records WHERE zone = ?1 UNION SELECT first_seq FROM zones WHERE zone = ?1)
+            """, [.text(zoneKey)]) { row in
+            // Verified when stored; a record that no longer decodes takes no effect (TreeRebuild).
+            guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner,
+                  case let .write(written) = record.body else { return }
+            let order = record.order.key
+            for pair in written {
+                guard let relative = pair.path.relative(to: root),
+                      ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: ownerID) else { continue }
+                pairs.append((order, row.int64(0), relative, pair.value))
+            }
         }
-        try db.run("UPDATE zones SET last_ord = ?, value = ? WHERE zone = ?",
-                   [last.map(SQLValue.blob) ?? .null, ZoneStore.encode(value), .text(zoneKey)])
+        pairs.sort { $0.order.lexicographicallyPrecedes($1.order) }
+        var value = JSONValue.null
+        for pair in pairs { value = value.setting(pair.relative, to: pair.value) }
+        try db.run("UPDATE zones SET last_seq = ?, value = ? WHERE zone = ?",
+                   [pairs.last.map { SQLValue.integer($0.seq) } ?? .null, ZoneStore.encode(value), .text(zoneKey)])
         try orders.zoneChanged(zone, old: old, new: value)
         try noteReferences(zone, value)
     }

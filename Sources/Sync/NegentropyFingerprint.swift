@@ -68,6 +68,15 @@ public struct NegentropyRunningFingerprint: Sendable {
         count += 1
     }
 
+    /// Adds one id from the 32 bytes at `id`, read a word at a time: the node adds every
+    /// record's id this way when it loads its set at start-up, a million of them at a time.
+    public mutating func add(_ id: UnsafeRawBufferPointer) {
+        precondition(id.count == NegentropyItem.idLength, "an id is 32 bytes")
+        func word(_ index: Int) -> UInt64 { UInt64(bigEndian: id.loadUnaligned(fromByteOffset: 8 * index, as: UInt64.self)) }
+        sum.add(NegentropyPackedID(w0: word(0), w1: word(1), w2: word(2), w3: word(3)))
+        count += 1
+    }
+
     /// Negentropy's fingerprint of the ids added so far.
     public var fingerprint: [UInt8] { sum.fingerprint(count: count) }
 }

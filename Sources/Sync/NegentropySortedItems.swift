@@ -18,6 +18,11 @@ public struct NegentropySortedItems: Sendable, RandomAccessCollection {
         storage = unique
     }
 
+    /// Items already sorted and unique, shared rather than copied (`NegentropyGrowingSet`).
+    init(sortedUnique: ContiguousArray<NegentropyPackedItem>) {
+        storage = sortedUnique
+    }
+
     /// Always 0: positions are plain offsets, so ranges of positions map directly to protocol ranges.
     public var startIndex: Int { 0 }
     /// The number of distinct items.

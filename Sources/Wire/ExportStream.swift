@@ -80,4 +80,73 @@ public enum ExportStream {
         guard offset == bytes.count else { throw .trailingBytes }
         return records
     }
+
+    /// Reads a stream piece by piece (as read from a file or a pipe), handing out each record's
+    /// bytes as soon as its frame is complete, so a stream of any size is read in memory of the
+    /// size of one piece plus one record. It checks the framing as `frames` does, and `finish`
+    /// checks the end: a caller that must refuse a damaged stream whole reads it once through
+    /// a reader before acting on any record.
+    public struct Reader: Sendable {
+        /// Bytes read and not yet handed out (less than one frame).
+        private var buffer: [UInt8] = []
+        private var stage = Stage.header
+        /// Records handed out so far.
+        public private(set) var count = 0
+
+        private enum Stage: Sendable { case header, frames, trailer, done }
+
+        public init() {}
+
+        /// Takes the next piece of the stream; returns the records it completes, in order.
+        public mutating func feed(_ piece: some Collection<UInt8>) throws(StreamError) -> [ArraySlice<UInt8>] {
+            buffer.append(contentsOf: piece)
+            var offset = 0
+            var records = [ArraySlice<UInt8>]()
+            defer {
+                // Keep only what was not consumed. The records handed out are copies of their
+                // own (slices of an array that is about to change would not be).
+                if offset > 0 { buffer.removeFirst(offset) }
+            }
+            loop: while true {
+                switch stage {
+                case .header:
+                    guard buffer.count - offset >= magic.count else {
+                        if !buffer.elementsEqual(magic.prefix(buffer.count)) { throw .badMagic }
+                        break loop
+                    }
+                    guard buffer[offset..<offset + magic.count].elementsEqual(magic) else { throw .badMagic }
+                    offset += magic.count
+                    stage = .frames
+                case .frames:
+                    guard buffer.count - offset >= 4 else { break loop }
+                    let length = buffer[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+                    if length == 0 { offset += 4; stage = .trailer; continue }
+                    guard length <= RecordLimits.maxRecordBytes else { throw .frameTooLarge(index: count, length: length) }
+                    guard buffer.count - offset - 4 >= length else { break loop }
+                    records.append(ArraySlice(Array(buffer[offset + 4..<offset + 4 + length])))
+                    offset += 4 + length
+                    count += 1
+                case .trailer:
+                    guard buffer.count - offset >= 8 else { break loop }
+                    let declared = buffer[offset..<offset + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                    guard declared == UInt64(count) else { throw .countMismatch(declared: declared, found: count) }
+                    offset += 8
+                    stage = .done
+                case .done:
+                    guard buffer.count == offset else { throw .trailingBytes }
+                    break loop
+                }
+            }
+            return records
+        }
+
+        /// Checks, once the input has ended, that it ended exactly at the end frame.
+        public func finish() throws(StreamError) {
+            switch stage {
+            case .done: return
+            case .header: throw .badMagic
+            case .frames, .trailer: throw .truncated(afterRecords: count)
+            }
+        }
+    }
 }

@@ -72,4 +72,46 @@ struct ExportImportTests {
         }
         #expect(a.run("get", "/").line == before)
     }
+
+    @Test("a stream of more records than one batch, from a file or from standard input, imports the same; nothing is left behind")
+    func fileAndStandardInput() throws {
+        let (a, b) = twoNodes()
+        // B's records, each 150 times: more than one batch of 1,000, with duplicates across batches.
+        let export = b.run("export").out
+        var frames = [ArraySlice<UInt8>]()
+        var offset = 16
+        while true {
+            let length = export[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            if length == 0 { break }
+            frames.append(export[offset..<offset + 4 + length])
+            offset += 4 + length
+        }
+        var stream = Array(export.prefix(16))
+        for _ in 0..<150 { for frame in frames { stream += frame } }
+        let count = UInt64(150 * frames.count)
+        stream += [0, 0, 0, 0] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: count >> (8 * UInt64($0))) }
+        #expect(frames.count == 7)
+
+        let file = a.directory + "-records.lcx"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try Data(stream).write(to: URL(fileURLWithPath: file))
+        let fromFile = a.run("import", file)
+        #expect(fromFile.status == 0)
+        #expect(fromFile.err.contains("imported 7 new records, 1043 already held, 0 refused"))
+        let c = CLIHarness()
+        c.run("init", "--name", "Carol")
+        c.input = stream
+        #expect(c.run("import", "-").status == 0)
+        #expect(a.run("get", "/shared/title").line == #""final""#)  // Bob's later write, imported
+        #expect(c.run("get", "/shared").line == b.run("get", "/shared").line)
+        // The copy of standard input is gone, after a success and after a refusal.
+        c.input = Array(stream.dropLast(1))
+        #expect(c.run("import").err.contains("nothing imported"))
+        let left = try FileManager.default.contentsOfDirectory(atPath: c.directory).filter { $0.hasSuffix(".partial") }
+        #expect(left.isEmpty)
+        // A damaged file is refused whole as well.
+        try Data(stream.dropLast(1)).write(to: URL(fileURLWithPath: file))
+        let refused = a.run("import", file)
+        #expect(refused.status == 1 && refused.err.contains("nothing imported"))
+    }
 }

@@ -58,7 +58,7 @@ struct CanonicalKeyStoreTests {
 
     /// Every path held in the open zone's tables and the zones' tables is spelled in NFC.
     func expectStoredNFC(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        for (table, column) in [("leaves", "path"), ("cuts", "path"), ("zones", "zone"), ("zone_pairs", "path"), ("files", "path")] {
+        for (table, column) in [("leaves", "path"), ("cuts", "path"), ("zones", "zone"), ("zone_records", "zone"), ("files", "path")] {
             let keys = try store.db.all("SELECT \(column) FROM \(table)", []) { $0.text(0) }
             for key in keys { #expect(CanonicalText.isNFC(key), "\(table) holds \(key.debugDescription)", sourceLocation: sourceLocation) }
         }
@@ -212,8 +212,8 @@ struct CanonicalKeyStoreTests {
             try old.transaction {
                 _ = try old.insert(first)
                 _ = try old.insert(second)
-                try old.db.run("INSERT INTO records(id, clock, author, kind, bytes) VALUES (?, ?, ?, 1, ?)",
-                               [.blob(BLAKE2b.digest256(clash).bytes), .integer(3_000 << 16), .blob(bob.publicKey.bytes), .blob(clash)])
+                try old.db.run("INSERT INTO records(id, clock, kind, bytes) VALUES (?, ?, 1, ?)",
+                               [.blob(BLAKE2b.digest256(clash).bytes), .integer(3_000 << 16), .blob(clash)])
                 for (record, key, text) in [(first, nfc, "first"), (second, nfd, "second")] {
                     let storeKey = "\u{1}k\u{1}" + key
                     try old.db.run("INSERT INTO leaves(path, kind, value, ord) VALUES (?, 3, ?, ?)", [.text(storeKey), .text(text), .blob(record.order.key)])

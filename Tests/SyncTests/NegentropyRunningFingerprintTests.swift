@@ -13,5 +13,8 @@ struct NegentropyRunningFingerprintTests {
         #expect(running.count == count)
         #expect(running.fingerprint == NegentropyFingerprint.of(ids))
         #expect(running.fingerprint == NegentropyFingerprint.of(ids.reversed()))
+        var fromBytes = NegentropyRunningFingerprint()
+        for id in ids { id.withUnsafeBytes { fromBytes.add($0) } }
+        #expect(fromBytes.fingerprint == running.fingerprint && fromBytes.count == count)
     }
 }

@@ -129,4 +129,46 @@ struct RecordTests {
         #expect(throws: ExportStream.StreamError.countMismatch(declared: 9, found: 3)) { try ExportStream.frames(lying) }
         #expect(try ExportStream.frames(ExportStream.encode([])).isEmpty)
     }
+
+    /// The stream read in pieces of `size` bytes: its records, or the error it was refused with.
+    static func readInPieces(_ stream: [UInt8], size: Int) -> Result<[[UInt8]], ExportStream.StreamError> {
+        var reader = ExportStream.Reader()
+        var records = [[UInt8]]()
+        do {
+            for start in stride(from: 0, to: stream.count, by: size) {
+                records += try reader.feed(stream[start..<min(start + size, stream.count)]).map(Array.init)
+            }
+            try reader.finish()
+            return .success(records)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test("the export stream read in pieces of any size gives the same records and the same refusals",
+          arguments: [1, 3, 17, 300, 1 << 20])
+    func exportStreamInPieces(size: Int) throws {
+        let records = try (0..<5).map { try write([("/n", .number(Double($0)))], clock: UInt64($0 + 1)).encoded }
+        let stream = ExportStream.encode(records)
+        #expect(try Self.readInPieces(stream, size: size).get() == records)
+        #expect(try Self.readInPieces(ExportStream.encode([]), size: size).get().isEmpty)
+        var lying = stream
+        lying[lying.count - 1] = 9
+        var tooLarge = ExportStream.header() + [0xFF, 0xFF, 0xFF, 0xFF]
+        tooLarge += [UInt8](repeating: 0, count: 64)
+        let damaged: [([UInt8], ExportStream.StreamError)] = [
+            (Array(stream.dropFirst()), .badMagic),
+            (Array(stream.prefix(5)), .badMagic),
+            (Array(stream.dropLast(2)), .truncated(afterRecords: 5)),
+            (Array(stream.dropLast(13)), .truncated(afterRecords: 4)),
+            (stream + [1], .trailingBytes),
+            (lying, .countMismatch(declared: 9, found: 5)),
+            (tooLarge, .frameTooLarge(index: 0, length: 0xFFFF_FFFF)),
+        ]
+        for (input, expected) in damaged {
+            #expect(Self.readInPieces(input, size: size) == .failure(expected))
+            // The whole-stream reader agrees.
+            #expect(throws: expected) { try ExportStream.frames(input) }
+        }
+    }
 }

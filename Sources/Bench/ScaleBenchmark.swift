@@ -1,0 +1,203 @@
+import Crypto
+import Foundation
+import SQLite
+import Wire
+
+/// A year of chat on one node (`lanchat-bench scale`): generated data imported by `lanchat
+/// import`, then a node started on it, queried, and synced to a fresh node, all real processes
+/// whose memory is sampled from /proc. Each figure beside a ceiling measured in the same run:
+/// the Ed25519 verify rate for import and cold sync, the record bytes for the store's size, a
+/// raw SQLite range scan of the same rows for queries.
+enum ScaleBenchmark {
+    static func log(_ text: String) { FileHandle.standardError.write(Data("scale: \(text)\n".utf8)) }
+
+    static func run(_ options: BenchOptions) throws -> BenchSection {
+        let n = options.scaleRecords
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let lanchat = try lanchatExecutable()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-scale-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        // LANCHAT_SCALE_KEEP=1 keeps the stream and both stores for a look afterwards.
+        let keep = ProcessInfo.processInfo.environment["LANCHAT_SCALE_KEEP"] == "1"
+        defer { if keep { log("kept \(dir)") } else { try? FileManager.default.removeItem(atPath: dir) } }
+
+        log("generating and signing \(n) records")
+        let data = ScaleData(records: n, seed: 2026)
+        let stream = dir + "/year.lcx"
+        var summary = ScaleData.Summary()
+        let generateSeconds = try measure { summary = try data.write(to: stream, seed: 12) }
+        log("\(summary.records) records, \(summary.bytes) bytes, in \(String(format: "%.0f", generateSeconds)) s")
+        let sample = summary.sample
+        func verifyRate() -> Double {
+            Double(sample.count) / measure { for r in sample where !r.verifySignature() { fatalError("bad signature") } }
+        }
+
+        // Import into a fresh node.
+        let a = dir + "/a"
+        try runLanchat(lanchat, ["init", "--data", a, "--name", "Scale Reader"])
+        let verifyBeforeImport = verifyRate()
+        log("importing")
+        let importer = try ProcessProbe(lanchat, ["import", "--data", a, stream], log: dir + "/import.log")
+        let importSeconds = measure { importer.wait() }
+        guard importer.process.terminationStatus == 0 else {
+            throw BenchError("import failed: " + ((try? String(contentsOfFile: dir + "/import.log", encoding: .utf8)) ?? ""))
+        }
+        let verifyAfterImport = verifyRate()
+        let importPeak = importer.peak
+        let importRate = Double(summary.records) / importSeconds
+        let importCeiling = (verifyBeforeImport + verifyAfterImport) / 2 * Double(cores)
+
+        // The store's size, its WAL copied back first.
+        let storePath = a + "/store.sqlite"
+        let tables: [(String, Int)]
+        do {
+            let db = try Connection(path: storePath)
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            tables = (try? db.all("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC") { ($0.text(0), Int($0.int64(1))) }) ?? []
+        }
+        let storeBytes = fileSize(storePath) + fileSize(storePath + "-wal")
+
+        // Start-up: from launch until the API answers, three times.
+        let apiPort = try freeLoopbackPort(), listenPort = try freeLoopbackPort()
+        func startNode(_ data: String, api: UInt16, listen: UInt16, peers: [UInt16] = [], log name: String) throws -> ProcessProbe {
+            try ProcessProbe(lanchat, ["run", "--data", data, "--listen", "127.0.0.1:\(listen)", "--api", "127.0.0.1:\(api)",
+                                        "--api-token", APIBenchmark.token, "--no-discovery"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] },
+                             log: dir + "/\(name).log")
+        }
+        var startups = [Double]()
+        var node: ProcessProbe?
+        for attempt in 0..<3 {
+            let begin = DispatchTime.now().uptimeNanoseconds
+            let started = try startNode(a, api: apiPort, listen: listenPort, log: "a")
+            guard waitForAPI(port: apiPort, timeout: 120) else { started.stop(); throw BenchError("node did not answer on its API") }
+            startups.append(Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9)
+            log("start-up \(attempt + 1): \(String(format: "%.2f", startups.last!)) s")
+            if attempt < 2 { started.stop() } else { node = started }
+        }
+        guard let node else { throw BenchError("no node") }
+        defer { node.stop() }
+        usleep(3_000_000)
+        let idle = node.current ?? (0, 0)
+        log("idle: \(mb(idle.anon)) anonymous, \(mb(idle.file)) file-backed")
+
+        // Queries: the newest 50 messages of a conversation, as a chat shows them, through the
+        // API; against the same rows read by a raw SQLite range scan of the store.
+        node.resetPeak()
+        let byConversation = summary.messagesByConversation.sorted { $0.value > $1.value }.map(\.key)
+        let picks = (0..<options.scaleQueries).map { i in i % 2 == 0 ? byConversation[i / 2 % min(3, byConversation.count)] : byConversation[(i * 7919) % byConversation.count] }
+        let client = try BenchClient(port: apiPort)
+        var apiTimes = [Double]()
+        for cid in picks {
+            let request = APIBenchmark.request("GET", "/conversations/\(cid)/messages.json?orderBy=%22$key%22&limitToLast=50", body: nil)
+            apiTimes.append(try measure { _ = try client.exchange(request) })
+        }
+        client.close()
+        let queryPeak = node.peak
+        let afterQueries = node.current ?? (0, 0)
+        var rawTimes = [Double]()
+        do {
+            let db = try Connection(path: storePath)
+            for cid in picks {
+                let low = "\u{1}conversations\u{1}\(cid)\u{1}messages\u{1}", high = "\u{1}conversations\u{1}\(cid)\u{1}messages\u{2}"
+                rawTimes.append(try measure {
+                    var bytes = 0
+                    try db.query("SELECT zone, value FROM zones WHERE zone > ? AND zone < ? ORDER BY zone DESC LIMIT 50", [.text(low), .text(high)]) { row in
+                        bytes += row.text(0).utf8.count + row.blob(1).count
+                    }
+                    precondition(bytes > 0, "no rows for \(cid)")
+                })
+            }
+        }
+        log("queries: API median \(ms(median(apiTimes))) ms, raw \(ms(median(rawTimes))) ms")
+
+        // Cold sync to a fresh node over loopback.
+        let b = dir + "/b"
+        try runLanchat(lanchat, ["init", "--data", b, "--name", "Scale Newcomer"])
+        let verifyBeforeSync = verifyRate()
+        let bAPI = try freeLoopbackPort(), bListen = try freeLoopbackPort()
+        log("cold sync")
+        let syncBegin = DispatchTime.now().uptimeNanoseconds
+        let newcomer = try startNode(b, api: bAPI, listen: bListen, peers: [listenPort], log: "b")
+        defer { newcomer.stop() }
+        let expected = summary.records + 2  // and both nodes' own profiles
+        var synced = false
+        let deadline = Date().addingTimeInterval(Double(n) / 500 + 120)
+        while Date() < deadline {
+            if let count = recordCount(lanchat, b), count >= expected { synced = true; break }
+            usleep(Double(n) >= 500_000 ? 1_000_000 : 250_000)  // each look is a process of its own
+        }
+        let syncSeconds = Double(DispatchTime.now().uptimeNanoseconds - syncBegin) / 1e9
+        let verifyAfterSync = verifyRate()
+        let syncPeak = newcomer.peak
+        guard synced else { throw BenchError("cold sync did not finish: \(recordCount(lanchat, b) ?? -1) of \(expected) records") }
+        let syncRate = Double(summary.records) / syncSeconds
+        let syncCeiling = (verifyBeforeSync + verifyAfterSync) / 2 * Double(cores)
+        usleep(3_000_000)
+        let newcomerIdle = newcomer.current ?? (0, 0)
+
+        func f(_ x: Double) -> String { String(format: "%.0f", x) }
+        func r(_ x: Double) -> String { String(format: "%.2f", x) }
+        func pct(_ xs: [Double], _ p: Int) -> Double { let s = xs.sorted(); return s[min(s.count - 1, s.count * p / 100)] }
+        let sizes = summary.messagesByConversation.values.sorted(by: >)
+        var lines = [
+            "## A year of chat on one node: \(summary.records) records",
+            "",
+            "Run \(ISO8601DateFormatter().string(from: Date())), \(cores) cores. \(summary.profiles) users with names in a dozen scripts, "
+                + "\(summary.conversations) conversations (the largest \(sizes.first ?? 0) messages, then \(sizes.dropFirst().prefix(2).map(String.init).joined(separator: ", ")); "
+                + "the median \(sizes.isEmpty ? 0 : sizes[sizes.count / 2])), \(summary.messages) messages of which \(summary.photos) photos "
+                + "(each with its manifest and file entry; the photos' bytes are not part of the run), \(summary.edits) edits and \(summary.deletes) deletes "
+                + "arriving after newer messages. Records of \(summary.bytes / max(summary.records, 1)) bytes on average, \(mb(summary.bytes)) in all. "
+                + "Memory is read from /proc/PID/status: anonymous (heap, SQLite's cache) apart from file-backed pages (the mapped store), which the kernel can drop.",
+            "",
+            "| measure | figure | ceiling or target | ratio |",
+            "|---|---|---|---|",
+            "| raw Ed25519 verify, one core, before and after the import | \(f(verifyBeforeImport)), \(f(verifyAfterImport)) /s | | |",
+            "| **`lanchat import`** (a real process, file read in pieces) | **\(f(importRate)) records/s** (\(r(importSeconds)) s) | \(cores) cores x verify = \(f(importCeiling))/s | \(r(importRate / importCeiling)) |",
+            "| import: peak memory | \(mb(importPeak.anon)) anonymous, \(mb(importPeak.file)) file-backed | independent of the file's size | |",
+            "| **store size** (store.sqlite after a checkpoint) | **\(mb(storeBytes))** | \(mb(summary.bytes)) of records; target at most 2x | \(r(Double(storeBytes) / Double(max(summary.bytes, 1)))) |",
+            "| **start-up** until the API answers (3 starts) | **\(startups.map { r($0) }.joined(separator: ", ")) s** | under 1 s | |",
+            "| **node memory, idle** | **\(mb(idle.anon)) anonymous** (+ \(mb(idle.file)) file-backed) | at most 150 MB anonymous | |",
+            "| **query**: newest 50 messages of a conversation over the API, \(apiTimes.count) queries (half on the 3 largest) | **median \(ms(median(apiTimes))) ms, p99 \(ms(pct(apiTimes, 99))) ms** | raw SQLite range scan of the same rows: median \(ms(median(rawTimes))) ms, p99 \(ms(pct(rawTimes, 99))) ms | \(r(median(apiTimes) / median(rawTimes))) |",
+            "| node memory during the queries | peak \(mb(queryPeak.anon)) anonymous, \(mb(afterQueries.anon)) after | at most 250 MB; back down after | |",
+            "| web chat: time to first messages shown | not measured yet | | |",
+            "| raw Ed25519 verify, one core, before and after the cold sync | \(f(verifyBeforeSync)), \(f(verifyAfterSync)) /s | | |",
+            "| **cold sync** of a new node over loopback (connect, reconcile, transfer, verify, store, materialize) | **\(f(syncRate)) records/s** (\(r(syncSeconds)) s) | \(cores) cores x verify = \(f(syncCeiling))/s; target at least 0.7 | \(r(syncRate / syncCeiling)) |",
+            "| new node's memory during the cold sync | peak \(mb(syncPeak.anon)) anonymous (+ \(mb(syncPeak.file)) file-backed); \(mb(newcomerIdle.anon)) idle after | at most 250 MB anonymous | |",
+        ]
+        if !tables.isEmpty {
+            lines += ["", "Store by table and index (dbstat): " + tables.prefix(8).map { "\($0.0) \(mb($0.1))" }.joined(separator: ", ") + "."]
+        }
+        lines += ["", "Generating and signing the records took \(f(generateSeconds)) s (not part of any figure)."]
+        return BenchSection(name: "scale", lines: lines)
+    }
+
+    static func mb(_ bytes: Int) -> String { String(format: "%.0f MB", Double(bytes) / 1_000_000) }
+    static func ms(_ seconds: Double) -> String { String(format: "%.2f", seconds * 1000) }
+
+    static func fileSize(_ path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    /// Polls the API (every 5 ms) until a GET answers.
+    static func waitForAPI(port: UInt16, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        let request = APIBenchmark.request("GET", "/scale/probe.json", body: nil)
+        while Date() < deadline {
+            if let client = try? BenchClient(port: port) {
+                defer { client.close() }
+                if (try? client.exchange(request)) != nil { return true }
+            }
+            usleep(5_000)
+        }
+        return false
+    }
+
+    /// The record count `lanchat status` reports for the node running on `data`.
+    static func recordCount(_ lanchat: String, _ data: String) -> Int? {
+        guard let output = try? runLanchat(lanchat, ["status", "--data", data]) else { return nil }
+        for line in output.split(separator: "\n") where line.hasPrefix("records:") {
+            return line.dropFirst("records:".count).split(separator: " ").first.flatMap { Int($0) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,8 @@
+#ifndef LANCHAT_MEMORY_RELEASE_H
+#define LANCHAT_MEMORY_RELEASE_H
+
+/// Hands memory that malloc holds free back to the system (glibc's malloc_trim); returns
+/// whether any was. Elsewhere it does nothing and returns 0.
+int lanchat_release_free_memory(void);
+
+#endif
