@@ -96,6 +96,8 @@ enum LimitCoverage {
         .init(.readmeTable, "large reads open at once (a GET, or a stream's first `put`, of more than 256 values)",
               ["LocalAPITests/LargeReadTests.openReadsAreBounded", "StoreTests/TreeStreamTests.largeValueThreshold"]),
         .init(.readmeTable, "a client that takes nothing of a large read", ["LocalAPITests/LargeReadTests.stalledReadIsClosed"]),
+        .init(.readmeProse, "4 MiB in flight per peer", ["NodeTests/SyncKnobTests.chunkWindowOfANode", "SyncTests/ChunkFetcherTests.spreadAndWindow"]),
+        .init(.readmeProse, "unsent data: 4 MiB", ["LocalAPITests/StreamingTests.aSlowListenerIsClosedWithoutHurtingOthers"]),
         .init(.readmeProse, "64 KiB chunks", ["StoreTests/FileStoreTests.chunkBoundaries"]),
         .init(.readmeProse, "the drift bound (5 minutes)", ["StoreTests/DriftBoundTests.driftBoundToTheMillisecond", "CLITests/DoctorTests.clocks"]),
         .init(.readmeProse, "up to 512 connections at once", ["LocalAPITests/APILimitTests.connectionCap"]),
@@ -107,5 +109,10 @@ enum LimitCoverage {
     static let readmeNotLimits = [
         "5 s in the test command",
         "A real 2 MiB tmpfs",
+        // "Memory and storage at scale" says where memory goes, with its sizes.
+        "about 56 bytes a record",
+        "packed in 40 bytes",
+        "the first 8 bytes of each id",
+        "reads its stream in 1 MiB pieces",
     ]
 }

@@ -42,7 +42,7 @@ struct StoreOnceMigrationTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try migratedStore(in: directory)
-        #expect(try store.db.userVersion == 8)
+        #expect(try store.db.userVersion == 9)  // and the migrations after it
         #expect(try store.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'zone_pairs'") == 0)
         let zoneColumns = try store.db.all("SELECT name FROM pragma_table_info('zones')") { $0.text(0) }
         #expect(zoneColumns == ["zone", "owner", "first_seq", "last_seq", "value"])
@@ -72,7 +72,11 @@ struct StoreOnceMigrationTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try migratedStore(in: directory)
-        let alice = try KeyFile.load(from: Self.fixtures + "/store-version-6-alice.key")
+        // A checkout does not keep the key file's mode 0600, which the loader insists on.
+        let keyPath = directory.path + "/alice.key"
+        try FileManager.default.copyItem(atPath: Self.fixtures + "/store-version-6-alice.key", toPath: keyPath)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
+        let alice = try KeyFile.load(from: keyPath)
         let fresh = try rebuilt(from: store, reversed: false)
 
         // Alice's messages, and the clock of the newest record held.
