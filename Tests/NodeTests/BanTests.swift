@@ -148,14 +148,7 @@ final class GarbageClient: @unchecked Sendable {
     let localAddress: SocketAddress
 
     init(to address: SocketAddress) throws {
-        let done = DispatchSemaphore(value: 0)
-        let result = UncheckedBox<Result<TCPConnection, SocketError>?>(nil)
-        TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { outcome in
-            result.value = outcome
-            done.signal()
-        }
-        done.wait()
-        let connection = try #require(result.value).get()
+        let connection = try TCPConnection.connected(to: address, queue: queue)
         localAddress = connection.localAddress
         queue.sync {
             self.connection = connection
@@ -168,6 +161,21 @@ final class GarbageClient: @unchecked Sendable {
 final class UncheckedBox<Value>: @unchecked Sendable {
     var value: Value
     init(_ value: Value) { self.value = value }
+}
+
+extension TCPConnection {
+    /// A connection to `address` whose callbacks run on `queue`, for clients that tests drive by
+    /// hand; waits for the connect (at most 5 s).
+    static func connected(to address: SocketAddress, queue: DispatchQueue) throws -> TCPConnection {
+        let done = DispatchSemaphore(value: 0)
+        let result = UncheckedBox<Result<TCPConnection, SocketError>?>(nil)
+        TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { outcome in
+            result.value = outcome
+            done.signal()
+        }
+        done.wait()
+        return try #require(result.value).get()
+    }
 }
 
 @Suite("Ban list")

@@ -56,14 +56,7 @@ final class StalledClient: @unchecked Sendable {
     let connectedAt: Date
 
     init(to address: SocketAddress, network: NetworkKey, stage: Stage) throws {
-        let done = DispatchSemaphore(value: 0)
-        let result = UncheckedBox<Result<TCPConnection, SocketError>?>(nil)
-        TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { outcome in
-            result.value = outcome
-            done.signal()
-        }
-        done.wait()
-        let connection = try #require(result.value).get()
+        let connection = try TCPConnection.connected(to: address, queue: queue)
         connectedAt = Date()
         try queue.sync {
             self.connection = connection

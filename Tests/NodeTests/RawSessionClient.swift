@@ -27,14 +27,7 @@ final class RawSessionClient: @unchecked Sendable {
 
     init(to address: SocketAddress, network: NetworkKey, identity: PrivateKey = PrivateKey()) throws {
         self.identity = identity
-        let done = DispatchSemaphore(value: 0)
-        let result = UncheckedBox<Result<TCPConnection, SocketError>?>(nil)
-        TCPConnection.connect(to: address, queue: queue, timeout: .seconds(5)) { outcome in
-            result.value = outcome
-            done.signal()
-        }
-        done.wait()
-        let connection = try #require(result.value).get()
+        let connection = try TCPConnection.connected(to: address, queue: queue)
         try queue.sync {
             self.connection = connection
             var initiator = try NoiseHandshake(role: .initiator, localStatic: identity.x25519(),
