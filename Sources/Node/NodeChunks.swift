@@ -52,23 +52,33 @@ extension Node {
     /// Chunk bytes sealed and written per turn of the node's queue when serving a peer.
     static let chunkServePart = 256 << 10
 
-    /// Serves the chunks `slot`'s peer asked for, a part per turn of the node's queue, each once
-    /// the connection has handed the previous one to the kernel.
+    /// Record bytes read, sealed and written per turn of the node's queue when sending a peer the
+    /// records a reconciliation round found it lacks.
+    static let recordOfferPart = 1 << 20
+
+    /// Serves what `slot`'s peer is owed, a part per turn of the node's queue, each once the
+    /// connection has handed the previous one to the kernel: the records a round found it lacks,
+    /// then the chunks it asked for.
     ///
-    /// Why: the peer gets the first chunks as soon as one part is sealed instead of after the
-    /// whole request (4 MiB for 64 chunks), so it opens and hashes while this side seals; the
-    /// output never piles up in memory; and other sessions are served between parts.
-    func serveChunks(_ slot: SessionSlot) {
+    /// Why: the peer gets the first bytes as soon as one part is sealed instead of after the
+    /// whole answer (4 MiB for 64 chunks; every record of the node for a peer that holds none),
+    /// so it checks and stores while this side seals; the output never piles up in memory; and
+    /// other sessions are served between parts.
+    func serveQueued(_ slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !slot.servingChunks, slot.machine.chunksToServeCount > 0 else { return }
+        guard !slot.serving, slot.machine.chunksToServeCount > 0 || slot.machine.recordsToOfferCount > 0 else { return }
         // Set until the next turn of the queue, which serves the next part if any is left.
-        slot.servingChunks = true
+        slot.serving = true
         slot.connection.whenDrained { [self] in
             guard sessions[slot.id] === slot else { return }
-            perform(slot.machine.serveChunks(from: StoreSource(node: self), maxBytes: Node.chunkServePart), on: slot)
+            let source = StoreSource(node: self)
+            perform(slot.machine.serveOffers(from: source, maxBytes: Node.recordOfferPart), on: slot)
+            if sessions[slot.id] === slot {
+                perform(slot.machine.serveChunks(from: source, maxBytes: Node.chunkServePart), on: slot)
+            }
             world.scheduler.async(on: queue) { [self] in
-                slot.servingChunks = false
-                serveChunks(slot)
+                slot.serving = false
+                serveQueued(slot)
             }
         }
     }

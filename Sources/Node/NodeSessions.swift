@@ -63,7 +63,7 @@ extension Node {
             if let peer = slot.peer { lastHeard[peer] = wallMillis() }
             let actions = slot.machine.receive(bytes, from: StoreSource(node: self))
             perform(actions, on: slot)
-            serveChunks(slot)
+            serveQueued(slot)
             throttle(slot)
         }, onClose: { [self] error in
             guard let slot = sessions[key] else { return }

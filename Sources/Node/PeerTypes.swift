@@ -40,9 +40,9 @@ final class SessionSlot: @unchecked Sendable {
     var established = false
     /// Whether reading is paused until queued output drains (`Node.throttle`).
     var readPaused = false
-    /// Whether a part of the chunks the peer asked for is being served, or waits for the
-    /// connection to drain (`Node.serveChunks`).
-    var servingChunks = false
+    /// Whether a part of what the peer is owed (records it lacks, chunks it asked for) is being
+    /// served, or waits for the connection to drain (`Node.serveQueued`).
+    var serving = false
     /// Batches of received records being verified or waiting to be stored.
     var batchesInFlight = 0
     /// The manual peer this session serves, if any.
@@ -67,12 +67,14 @@ final class SessionSlot: @unchecked Sendable {
     }
 
     /// Whether records are still moving on this session: some arrived or left since the previous
-    /// tick, arrived ones wait to be stored, or sent ones wait for the peer to read them. Takes
+    /// tick, arrived ones wait to be stored, sent ones wait for the peer to read them, or ones
+    /// a round found the peer lacks wait to be sent. Takes
     /// the tick's count, so call it once per session and tick.
     func isMovingRecords() -> Bool {
         let moved = recordsReceived + machine.recordsSent
         defer { recordsMovedAtTick = moved }
         return moved != recordsMovedAtTick || batchesInFlight > 0 || connection.pendingWriteBytes > 0
+            || machine.recordsToOfferCount > 0
     }
 
     var peer: PublicKey? { machine.peer }

@@ -1,6 +1,7 @@
 import Crypto
 import Node
 import Store
+import Sync
 import Tree
 import Wire
 
@@ -32,10 +33,11 @@ struct Invariants {
             return "a session has \(gauges.maxBatchesInFlight) batches in flight, above \(Node.maxBatchesInFlight)"
         }
         // Past maxQueuedBytes a peer's connection is not read (and, stalled, nothing more is
-        // pushed to it: SimRun checks that). One turn's output may come on top, which for the
-        // records of a reconciliation reply Protocol.md does not bound (a `want` answer stops
-        // at 8 MiB, a reply's `have` records do not): this is a sanity cap, not a spec bound.
-        let queueBound = Node.maxQueuedBytes + (64 << 20)
+        // pushed to it: SimRun checks that). One turn's output may come on top: a `want` answer
+        // (8 MiB and the record that reaches it, at most 1 MiB), the first part of the records a
+        // reconciliation reply found missing (1 MiB and one record), a few pushed records, the
+        // Noise and frame overhead of all that (Protocol.md §8.2, §8.3, §9).
+        let queueBound = Node.maxQueuedBytes + PeerSession.maxWantAnswerBytes + (6 << 20)
         if gauges.maxQueuedBytes > queueBound {
             return "\(gauges.maxQueuedBytes) bytes queued for one peer, above \(queueBound)"
         }

@@ -87,6 +87,12 @@ public struct PeerSession {
     /// Chunks the peer asked for and not yet answered, in the order asked; from `chunksServed` on.
     private var chunksToServe: [Digest32] = []
     private var chunksServed = 0
+    /// Our records that a round found the peer lacks and that are not sent yet, in the order
+    /// found; from `offersSent` on. They go out a part at a time as the connection takes them
+    /// (`serveOffers`): a peer that holds nothing finds all of our records missing in one reply,
+    /// and reading them all at once put the whole record set in memory twice (read, then sealed).
+    private var recordsToOffer: [Digest32] = []
+    private var offersSent = 0
     /// Records written to the peer so far (pushed, offered in a round, or answering a `want`).
     public private(set) var recordsSent = 0
 
@@ -100,6 +106,13 @@ public struct PeerSession {
     /// cannot grow `roundAsked` without end; the next round carries on where it stopped. (An
     /// honest peer reaches it only in a cold sync of more records than this.)
     public static let maxRoundAskedIDs = 1 << 18
+    /// A round also ends once it has found this many of our ids missing on the peer, which
+    /// bounds `roundOffered` and `recordsToOffer` (ids, not records) whatever the size of the
+    /// record set; the next round offers the rest.
+    public static let maxRoundOfferedIDs = 1 << 18
+    /// Record bytes sent at once when a reply finds ours missing; the rest wait for the node
+    /// (`serveOffers`), which sends them as the connection takes them.
+    public static let offerPartBytes = 1 << 20
     /// Ids looked up at a time when answering a `want`: with records of up to 1 MiB, one lookup
     /// holds at most 32 MiB however large the records a member stored.
     static let wantLookupIDs = 32
@@ -240,13 +253,16 @@ public struct PeerSession {
             let step = try session.reconcile(bytes)
             var actions = [Action]()
             // Each id once per round: see `roundOffered`.
-            let have = step.have.compactMap { try? Digest32(bytes: $0) }.filter { roundOffered.insert($0).inserted }
+            var have = step.have.compactMap { try? Digest32(bytes: $0) }.filter { roundOffered.insert($0).inserted }
             let need = step.need.compactMap { try? Digest32(bytes: $0) }.filter { roundAsked.insert($0).inserted }
+            // Past the round's cap, the ids left over are offered by a later round.
+            have = Array(have.prefix(max(0, Self.maxRoundOfferedIDs - roundSent)))
             roundSent += have.count
             roundRequested += need.count
-            actions += sendRecords(source.records(have))
+            recordsToOffer += have
+            actions += offerRecords(from: source, maxBytes: Self.offerPartBytes)
             actions += send(need, atMost: SessionMessage.maxWantIDs, as: SessionMessage.want)
-            if let next = step.next, roundAsked.count < Self.maxRoundAskedIDs {
+            if let next = step.next, roundAsked.count < Self.maxRoundAskedIDs, roundSent < Self.maxRoundOfferedIDs {
                 reconciling = session
                 actions += send(.reconcile(next))
             } else {
@@ -335,11 +351,48 @@ public struct PeerSession {
         return send(missing, atMost: SessionMessage.maxChunkHashes, as: SessionMessage.noChunks) + flush()
     }
 
+    /// Records a round found the peer lacks that are not sent yet (see `serveOffers`).
+    public var recordsToOfferCount: Int { recordsToOffer.count - offersSent }
+
+    /// Sends the records a round found the peer lacks, in the order found, until about
+    /// `maxBytes` of them are written (at least one record). The node calls this again while
+    /// `recordsToOfferCount` is not zero and the connection has taken the previous part, so the
+    /// records in memory at once are one part, whatever the peer lacks.
+    public mutating func serveOffers(from source: RecordSource, maxBytes: Int) -> [Action] {
+        guard case .open = state, recordsToOfferCount > 0 else { return [] }
+        return offerRecords(from: source, maxBytes: maxBytes) + flush()
+    }
+
+    private mutating func offerRecords(from source: RecordSource, maxBytes: Int) -> [Action] {
+        var part = [[UInt8]]()
+        var written = 0
+        var lookup = 1
+        while offersSent < recordsToOffer.count, written < maxBytes {
+            let end = min(offersSent + lookup, recordsToOffer.count)
+            for record in source.records(Array(recordsToOffer[offersSent..<end])) {
+                part.append(record)
+                written += record.count
+            }
+            offersSent = end
+            // As many at a time as the part has room for, judged by the records read so far (at
+            // most `wantLookupIDs`), so a part ends near `maxBytes` even with records of 1 MiB.
+            let average = max(1, written / max(1, part.count))
+            lookup = max(1, min(Self.wantLookupIDs, (maxBytes - written) / average))
+        }
+        if offersSent == recordsToOffer.count {
+            recordsToOffer.removeAll(keepingCapacity: false)
+            offersSent = 0
+        }
+        return sendRecords(part)
+    }
+
     /// Starts a reconciliation round (initiator side of Negentropy). Does nothing while a round
     /// is running, nor on a session this side accepted: only the dialler starts rounds (see
-    /// `startsRounds`), so a session runs one round at a time.
+    /// `startsRounds`), so a session runs one round at a time. Nor while records an earlier round
+    /// found missing are still being sent: the new round would find them missing again and queue
+    /// them a second time.
     public mutating func startRound(source: RecordSource) -> [Action] {
-        guard startsRounds, isEstablished, reconciling == nil, case .open = state else { return [] }
+        guard startsRounds, isEstablished, reconciling == nil, recordsToOfferCount == 0, case .open = state else { return [] }
         do {
             var session = try NegentropySession(items: source.reconciliationItems(), frameSizeLimit: Self.reconcileFrameLimit)
             let first = try session.initiate()
@@ -441,6 +494,8 @@ public struct PeerSession {
         output = SessionOutput()
         chunksToServe = []
         chunksServed = 0
+        recordsToOffer = []
+        offersSent = 0
         state = .closed
         endRound()
         return actions + [.close(reason: reason, misbehaved: misbehaved)]

@@ -63,6 +63,8 @@ enum LimitCoverage {
         .init(.protocolTable, "anti-entropy interval", ["NodeTests/SyncKnobTests.antiEntropyInterval", "NodeTests/SyncKnobTests.roundDeferral"]),
         .init(.protocolTable, "rounds per session", ["SyncTests/RoundTests.oneRoundPerSession"]),
         .init(.protocolTable, "ids asked for in one round", ["SyncTests/RoundTests.roundAskingEnds"]),
+        .init(.protocolTable, "ids offered in one round", ["SyncTests/RoundTests.roundOfferingEnds", "SyncTests/RoundTests.offersSentInParts",
+                                                        "NodeTests/QueuedOutputTests.recordsFoundMissingGoOutInParts"]),
     ]
 
     /// The ban paragraph: each offence in its list, the ban's length, and each bullet.

@@ -106,4 +106,33 @@ struct QueuedOutputTests {
         #expect(CorruptChunkTests.eventually(10) { client.closed })
         #expect(node.queue.sync { node.isBanned(member.publicKey) })
     }
+
+    @Test("a node that dials a peer holding nothing sends it every record a part at a time, never its whole set queued at once")
+    func recordsFoundMissingGoOutInParts() throws {
+        let dirA = try CorruptChunkTests.tempDirectory(), dirB = try CorruptChunkTests.tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dirA); try? FileManager.default.removeItem(atPath: dirB) }
+        let logA = LogLines(), logB = LogLines()
+        let newcomer = try Knobs.node(dirB, log: logB)
+        try newcomer.start()
+        defer { newcomer.stop() }
+        // 48 records of about 1 MB on the node that dials: its first round finds all of them
+        // missing on the newcomer, 48 MB that were read and queued at once before.
+        let holder = try Knobs.node(dirA, peers: [newcomer.listenAddress], log: logA)
+        for i in 0..<48 {
+            _ = try holder.write { store, key in
+                try store.set(try Path("/big/r\(i)"), to: .string(String(repeating: "\(i % 10)", count: 1_000_000)), signer: key, nowMillis: Self.now())
+            }
+        }
+        try holder.start()
+        defer { holder.stop() }
+        var mostQueued = 0
+        let synced = CorruptChunkTests.eventually(60) {
+            mostQueued = max(mostQueued, holder.queue.sync { holder.gaugesOnQueue().maxQueuedBytes })
+            return newcomer.queue.sync { newcomer.gaugesOnQueue().records } == 48
+        }
+        #expect(synced, "newcomer has \(newcomer.queue.sync { newcomer.gaugesOnQueue().records }) of 48; logs: \(logA.lines) \(logB.lines)")
+        // A part (1 MiB and the record that reaches it) and the framing: far below the 48 MB.
+        #expect(mostQueued <= 3 << 20, "\(mostQueued) bytes queued at once")
+        #expect(mostQueued > 0, "the sync was never seen in flight")
+    }
 }

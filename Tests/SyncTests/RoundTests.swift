@@ -160,4 +160,78 @@ struct RoundTests {
         pair.run(pair.a.startRound(source: a))
         #expect(a.records.count == 10, "the rest comes in the next round")
     }
+
+    @Test("records a round finds the peer lacks are sent a part at a time as the node asks, each once, and no round starts meanwhile")
+    func offersSentInParts() throws {
+        let a = MemoryNode(seed: 1)
+        let big = String(repeating: "y", count: 100_000)
+        for i in 0..<40 { _ = a.write(big + "\(i)", clock: UInt64(100 + i) << 16) }  // 4 MB in all
+        var session = PeerSession(role: .initiator, identity: a.identity, instance: a.instance, networkKey: network)
+        var peer = RawPeer(seed: 2, network: network)
+        try peer.connect(&session, source: a)
+        _ = try peer.receive(session.startRound(source: a))
+
+        // "I hold nothing": every record of a is missing there.
+        var empty = NegentropyMessageWriter()
+        empty.append(bound: .infinity)
+        empty.append(mode: .idList)
+        empty.append(varint: 0)
+        let actions = session.receive(try peer.send([.reconcileReply(empty.bytes)]), from: a)
+        #expect(actions.contains(.roundComplete(sent: 40, requested: 0)))
+        var received = Self.records(try peer.receive(actions).messages)
+        // The reply's own answer stops at the record that reaches the part's size.
+        #expect(received.count == PeerSession.offerPartBytes / 100_000 + 1)
+        #expect(session.recordsToOfferCount == 40 - received.count)
+        #expect(session.startRound(source: a).isEmpty, "no round while records found missing wait to be sent")
+
+        var parts = 0
+        while session.recordsToOfferCount > 0 {
+            received += Self.records(try peer.receive(session.serveOffers(from: a, maxBytes: 250_000)).messages)
+            parts += 1
+        }
+        #expect(parts == (40 - 11 + 2) / 3, "three records of 100 kB reach 250 kB")
+        #expect(Set(received) == Set(a.records.values) && received.count == 40, "each record once")
+        #expect(session.serveOffers(from: a, maxBytes: 250_000).isEmpty)
+        #expect(!session.startRound(source: a).isEmpty, "then rounds go on")
+    }
+
+    /// A record set of ids without records: enough to make a round find more than
+    /// `maxRoundOfferedIDs` ids missing without signing that many records.
+    final class IDsOnly: RecordSource {
+        let items: NegentropySortedItems
+        init(count: Int) {
+            items = NegentropySortedItems((0..<count).map { n in
+                var id = [UInt8](repeating: 0, count: 32)
+                withUnsafeBytes(of: UInt64(n).bigEndian) { id.replaceSubrange(0..<8, with: $0) }
+                return NegentropyItem(timestamp: UInt64(n + 1), id: id)!
+            })
+        }
+        func reconciliationItems() -> NegentropySortedItems { items }
+        func records(_ ids: [Digest32]) -> [[UInt8]] { ids.map { $0.bytes } }
+        func summary() -> (count: UInt64, fingerprint: [UInt8]) { (UInt64(items.count), [UInt8](repeating: 0, count: 16)) }
+    }
+
+    @Test("a round that has found maxRoundOfferedIDs of our ids missing ends there, and a later round starts once they are sent")
+    func roundOfferingEnds() throws {
+        let cap = PeerSession.maxRoundOfferedIDs
+        let source = IDsOnly(count: cap + 1000)
+        var session = PeerSession(role: .initiator, identity: MemoryNode(seed: 1).identity, instance: [UInt8](repeating: 1, count: 8), networkKey: network)
+        var peer = RawPeer(seed: 2, network: network)
+        try peer.connect(&session, source: source)
+        _ = try peer.receive(session.startRound(source: source))
+        var empty = NegentropyMessageWriter()
+        empty.append(bound: .infinity)
+        empty.append(mode: .idList)
+        empty.append(varint: 0)
+        let actions = session.receive(try peer.send([.reconcileReply(empty.bytes)]), from: source)
+        #expect(actions.contains(.roundComplete(sent: cap, requested: 0)))
+        #expect(!session.isReconciling)
+        var offered = Self.records(try peer.receive(actions).messages).count
+        offered += session.recordsToOfferCount
+        #expect(offered == cap)
+        while session.recordsToOfferCount > 0 { _ = try peer.receive(session.serveOffers(from: source, maxBytes: 8 << 20)) }
+        _ = try peer.receive(session.startRound(source: source))
+        let next = session.receive(try peer.send([.reconcileReply(empty.bytes)]), from: source)
+        #expect(next.contains(.roundComplete(sent: cap, requested: 0)), "a peer still lacking everything is offered as much again")
+    }
 }

@@ -96,7 +96,12 @@ struct SessionPair {
             }
         }
         handle(first, fromA: true, &self)
-        while !queue.isEmpty {
+        while !queue.isEmpty || a.recordsToOfferCount > 0 {
+            guard !queue.isEmpty else {
+                // As the node does once the connection has taken what was written before.
+                handle(a.serveOffers(from: nodeA, maxBytes: 64 << 10), fromA: true, &self)
+                continue
+            }
             let (toB, bytes) = queue.removeFirst()
             if toB {
                 let actions = b.receive(bytes, from: nodeB)

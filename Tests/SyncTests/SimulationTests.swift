@@ -116,6 +116,10 @@ final class Simulation {
                 links[index].toA.removeFirst()
                 perform(links[index].a.receive(first.bytes, from: nodes[links[index].i]), link: index, atA: true)
             }
+            // As the node does once the connection has taken what was written before.
+            if links[index].open && links[index].toB.isEmpty {
+                perform(links[index].a.serveOffers(from: nodes[links[index].i], maxBytes: 64 << 10), link: index, atA: true)
+            }
         }
     }
 
