@@ -23,6 +23,25 @@ enum Knobs {
                         network: CorruptChunkTests.network, config: config)
     }
 
+    /// Fresh directories for a test, removed when `body` returns.
+    static func withDirectories<T>(_ count: Int, _ body: ([String]) throws -> T) throws -> T {
+        let dirs = try (0..<count).map { _ in try CorruptChunkTests.tempDirectory() }
+        defer { for dir in dirs { try? FileManager.default.removeItem(atPath: dir) } }
+        return try body(dirs)
+    }
+
+    /// A started node (see `node`) in a fresh directory, stopped and removed when `body` returns.
+    static func withNode<T>(peers: [SocketAddress] = [], _ configure: (inout NodeConfig) -> Void = { _ in },
+                            _ body: (Node, LogLines) throws -> T) throws -> T {
+        try withDirectories(1) { dirs in
+            let log = LogLines()
+            let node = try node(dirs[0], peers: peers, log: log, configure)
+            try node.start()
+            defer { node.stop() }
+            return try body(node, log)
+        }
+    }
+
     /// A UDP port free on loopback now, for a test's own discovery port: beacons of other tests
     /// (or of nodes running on this machine) on the default port are kept away.
     static func freeUDPPort() throws -> UInt16 {

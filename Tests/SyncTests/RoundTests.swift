@@ -17,6 +17,15 @@ struct RoundTests {
         messages.flatMap { message -> [Digest32] in if case let .want(ids) = message { ids } else { [] } }
     }
 
+    /// A responder's reply saying it holds nothing at all: one IdList range to infinity, empty.
+    static func holdingNothing() -> NegentropyMessageWriter {
+        var reply = NegentropyMessageWriter()
+        reply.append(bound: .infinity)
+        reply.append(mode: .idList)
+        reply.append(varint: 0)
+        return reply
+    }
+
     static func reconciles(_ messages: [SessionMessage]) -> [[UInt8]] {
         messages.compactMap { message in if case let .reconcile(m) = message { m } else { nil } }
     }
@@ -79,10 +88,7 @@ struct RoundTests {
         repeating.append(mode: .fingerprint)
         repeating.append(raw: [UInt8](repeating: 0, count: 16))
         // Then the whole range as empty, which ends the round.
-        var closing = NegentropyMessageWriter()
-        closing.append(bound: .infinity)
-        closing.append(mode: .idList)
-        closing.append(varint: 0)
+        let closing = Self.holdingNothing()
 
         var sent = try peer.receive(session.startRound(source: a)).messages
         var recordsSent = 0, idsAsked = [Digest32]()
@@ -172,10 +178,7 @@ struct RoundTests {
         _ = try peer.receive(session.startRound(source: a))
 
         // "I hold nothing": every record of a is missing there.
-        var empty = NegentropyMessageWriter()
-        empty.append(bound: .infinity)
-        empty.append(mode: .idList)
-        empty.append(varint: 0)
+        let empty = Self.holdingNothing()
         let actions = session.receive(try peer.send([.reconcileReply(empty.bytes)]), from: a)
         #expect(actions.contains(.roundComplete(sent: 40, requested: 0)))
         var received = Self.records(try peer.receive(actions).messages)
@@ -219,10 +222,7 @@ struct RoundTests {
         var peer = RawPeer(seed: 2, network: network)
         try peer.connect(&session, source: source)
         _ = try peer.receive(session.startRound(source: source))
-        var empty = NegentropyMessageWriter()
-        empty.append(bound: .infinity)
-        empty.append(mode: .idList)
-        empty.append(varint: 0)
+        let empty = Self.holdingNothing()
         let actions = session.receive(try peer.send([.reconcileReply(empty.bytes)]), from: source)
         #expect(actions.contains(.roundComplete(sent: cap, requested: 0)))
         #expect(!session.isReconciling)
