@@ -22,5 +22,5 @@ until [ -n "$(api a)" ] && [ -n "$(api b)" ] && "$LANCHAT" peers --data "$work/b
 done
 "$python" Tools/interop/realtime_interop.py "$(api a)" "$(api b)" "$token"
 status=$?
-[ $status -eq 0 ] || { tail -20 "$work/a.log" "$work/b.log" >&2; }
+[ $status -eq 0 ] || { tail -n 20 "$work/a.log" "$work/b.log" >&2; }
 exit $status

@@ -97,6 +97,7 @@ class Client:
         self.caches = {}          # (path, tag) -> the value the listen shows
         self.changed = asyncio.Event()
         self.count_frames_seen = 0
+        self.controls = []        # control messages after the hello
 
     async def open(self):
         self.ws = await websockets.connect(f"ws://{self.api}/.ws?v=5&ns=lanchat", max_size=None, ping_interval=None)
@@ -127,6 +128,10 @@ class Client:
                 future.set_exception(ConnectionError("closed"))
 
     def dispatch(self, message):
+        if message["t"] == "c":
+            self.controls.append(message["d"])
+            self.changed.set()
+            return
         assert message["t"] == "d", message
         data = message["d"]
         if "r" in data:
@@ -242,6 +247,7 @@ async def handshake_and_auth():
     await c.send({"t": "c", "d": {"t": "p", "d": {}}})
     r = await c.request("g", {"p": "/rt/ok/x"})
     check("keep-alive and ping leave the connection working", r == {"s": "ok", "d": 1}, r)
+    check("a ping is answered with a pong", {"t": "o", "d": {}} in c.controls, c.controls)
     # unauth revokes listens with "c"
     await c.listen("/rt/ok")
     r = await c.request("unauth", {})
@@ -404,6 +410,8 @@ async def large_frames():
     big = "Nguyễn Văn An, 박준영 😀 " * 15000   # ~400 KB of UTF-8, 300 K characters
     r = await a.request("p", {"p": "/rt/big", "d": big})
     check("a message of many frames is taken", r["s"] == "ok", r)
+    await b.listen("/rt/big")
+    check("a large value reaches the other node's listen", await b.wait_for(lambda: b.caches[("/rt/big", None)] == big, 30))
     before = b.count_frames_seen
     got = await b.request("g", {"p": "/rt/big"})
     check("a value larger than a frame comes back whole, on the other node", got.get("d") == big if got["s"] == "ok" else False,
