@@ -254,9 +254,13 @@ final class RealtimeSession {
     }
 
     /// Ends every listen with `c` (listen revoked), as when the credentials that allowed them go.
+    /// The SDK finds the listen by its path and, for a query, the list of its query objects
+    /// (a listen of a whole location names none).
     private func revokeListens() {
         for listen in listens.values {
-            send(RealtimeReply.push("c", ["p": .string(RealtimeReply.wirePath(listen.path)), "q": listen.queryObject]))
+            var body: [String: JSONValue] = ["p": .string(RealtimeReply.wirePath(listen.path))]
+            if listen.tag != nil { body["q"] = .array([listen.queryObject]) }
+            send(RealtimeReply.push("c", body))
         }
         listens.removeAll()
     }

@@ -250,9 +250,13 @@ async def handshake_and_auth():
     check("a ping is answered with a pong", {"t": "o", "d": {}} in c.controls, c.controls)
     # unauth revokes listens with "c"
     await c.listen("/rt/ok")
+    await c.listen("/rt", {"i": ".key", "l": 1, "vf": "l"}, tag=3)
     r = await c.request("unauth", {})
     check("unauth", r["s"] == "ok", r)
-    check("unauth revokes the listen", await c.wait_for(lambda: any(a == "c" and segments(b["p"]) == ["rt", "ok"] for a, b in c.pushes)), c.pushes)
+    check("unauth revokes the listen", await c.wait_for(lambda: any(a == "c" and segments(b["p"]) == ["rt", "ok"] and "q" not in b
+                                                                    for a, b in c.pushes)), c.pushes)
+    check("unauth revokes the query, named by its query object",
+          any(a == "c" and segments(b["p"]) == ["rt"] and b.get("q") == [{"i": ".key", "l": 1, "vf": "l"}] for a, b in c.pushes), c.pushes)
     r = await c.request("p", {"p": "/rt/ok", "d": 2})
     check("put refused after unauth", r["s"] == "permission_denied", r)
     await c.close()
