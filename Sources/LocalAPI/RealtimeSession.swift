@@ -44,6 +44,8 @@ final class RealtimeSession {
     static let maxPendingBytes = 64 << 20
     /// The largest value sent in one message; a larger read or listen is answered `too_big`.
     static let maxValueBytes = 48 << 20
+    /// Most values (leaves, or messages) a read of a whole location may take; see `read`.
+    static let maxRowsRead = 200_000
     /// Most listens one session may hold.
     static let maxListens = 1000
 
@@ -227,9 +229,17 @@ final class RealtimeSession {
         return try Path(segments: text.split(separator: "/", omittingEmptySubsequences: true).map(String.init))
     }
 
-    /// What a listen or get of `query` at `path` sees now; an empty window is null.
+    /// What a listen or get of `query` at `path` sees now; an empty window is null. A read that
+    /// takes the whole location (no limit the store applies) of more than `maxRowsRead` values
+    /// is refused `too_big` before it is read, since its answer would be built whole in memory
+    /// (a query with a limit reads only its window).
     private func read(_ path: Path, _ query: RealtimeQuery) throws -> JSONValue {
         let (storeQuery, exact) = query.storeQuery
+        if !(exact && storeQuery?.limit != nil) {
+            guard try !server.node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path, rows: Self.maxRowsRead) }) else {
+                throw Self.tooBig
+            }
+        }
         var value = try storeQuery.map { try access.query($0, at: path) } ?? access.value(at: path)
         if !exact { value = query.window(of: value) }
         if case let .object(members) = value, members.isEmpty { value = .null }
@@ -268,8 +278,9 @@ final class RealtimeSession {
     // MARK: - Changes
 
     /// New records changed `changes`: each listen at or around them gets the new data. A listen
-    /// of a location gets `d` of each changed path below it (or of itself, for a change above
-    /// it); a query gets its window again, whole, when it differs from the one last sent.
+    /// of a location gets `d` of the one path that changed below it, `m` of all of them when
+    /// several did (one merge, applied at once), or `d` of itself for a change at or above it;
+    /// a query gets its window again, whole, when it differs from the one last sent.
     private func changed(_ changes: [Path]) {
         dispatchPrecondition(condition: .onQueue(server.node.queue))
         guard !closing, !finished, authenticated, !listens.isEmpty else { return }
@@ -283,12 +294,20 @@ final class RealtimeSession {
         for (key, listen) in listens {
             guard !closing else { return }
             if listen.tag == nil {
-                for change in changes {
-                    if listen.path.isAncestorOrSelf(of: change) {
-                        send(RealtimeReply.data(change, value(change), tag: nil))
-                    } else if change.isAncestor(of: listen.path) {
-                        send(RealtimeReply.data(listen.path, value(listen.path), tag: nil))
+                if changes.contains(where: { $0.isAncestorOrSelf(of: listen.path) }) {
+                    send(RealtimeReply.data(listen.path, value(listen.path), tag: nil))
+                    continue
+                }
+                let below = changes.filter { listen.path.isAncestor(of: $0) }
+                if below.count == 1 {
+                    send(RealtimeReply.data(below[0], value(below[0]), tag: nil))
+                } else if below.count > 1 {
+                    // One merge, so that what one record changed together reaches the app together.
+                    var members: [String: JSONValue] = [:]
+                    for change in below {
+                        members[RealtimeReply.wirePath(change.relative(to: listen.path) ?? change)] = value(change)
                     }
+                    send(RealtimeReply.data(listen.path, .object(members), tag: nil, merge: true))
                 }
                 continue
             }

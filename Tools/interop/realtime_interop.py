@@ -280,10 +280,12 @@ async def writes_and_listens():
     await a.request("p", {"p": "/rt/doc", "d": {"a": 1, "b": {"c": 2}}})
     check("a local write reaches the listen",
           await a.wait_for(lambda: a.caches[("/rt/doc", None)] == {"a": 1, "b": {"c": 2}}), a.caches)
+    seen = len(a.pushes)
     r = await b.request("m", {"p": "/rt/doc", "d": {"b/c": 3, "e": "x"}})
     check("merge on the other node", r["s"] == "ok", r)
     check("a write on the other node reaches the listen at once",
           await a.wait_for(lambda: a.caches[("/rt/doc", None)] == {"a": 1, "b": {"c": 3}, "e": "x"}), a.caches)
+    check("an update's paths arrive as one merge", [act for act, _ in a.pushes[seen:]] == ["m"], a.pushes[seen:])
     r = await a.request("n", {"p": "/rt/doc"})
     check("unlisten", r["s"] == "ok", r)
     seen = len(a.pushes)
