@@ -326,8 +326,8 @@ final class RealtimeSession {
     /// `maxPendingBytes` unread is cut off (its onDisconnect writes are then made).
     private func send(_ message: JSONValue) {
         guard !closing, !finished else { return }
-        for piece in RealtimeFrames.split(message.serialized()) {
-            connection.write(WebSocketFrameWriter.text(piece))
+        for piece in RealtimeFrames.split(utf8: Array(message.serialized().utf8)) {
+            connection.write(WebSocketFrameWriter.frame(.text, piece))
         }
         if connection.pendingWriteBytes > Self.maxPendingBytes { connection.close() }
     }

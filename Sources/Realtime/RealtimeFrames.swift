@@ -10,22 +10,29 @@ public enum RealtimeFrames {
     /// and the pieces. Pieces are cut between Unicode scalars, never inside one, so each is
     /// valid UTF-8 on its own as a websocket text message must be.
     public static func split(_ text: String) -> [String] {
-        guard text.utf16.count > maxFrameCharacters else { return [text] }
-        var pieces: [String] = []
-        var current = String.UnicodeScalarView()
+        split(utf8: Array(text.utf8)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `split` over the UTF-8 bytes of valid text: the pieces as bytes, counted in UTF-16 code
+    /// units (a scalar of four UTF-8 bytes is two units, any other one), cut at scalar starts.
+    public static func split(utf8 bytes: [UInt8]) -> [[UInt8]] {
         var units = 0
-        for scalar in text.unicodeScalars {
-            let width = scalar.utf16.count
-            if units + width > maxFrameCharacters {
-                pieces.append(String(current))
-                current = String.UnicodeScalarView()
-                units = 0
+        var cuts: [Int] = [0]
+        var inPiece = 0
+        for (i, byte) in bytes.enumerated() where byte & 0xC0 != 0x80 {
+            let width = byte >= 0xF0 ? 2 : 1
+            if inPiece + width > maxFrameCharacters {
+                cuts.append(i)
+                inPiece = 0
             }
-            current.append(scalar)
+            inPiece += width
             units += width
         }
-        if !current.isEmpty { pieces.append(String(current)) }
-        return [String(pieces.count)] + pieces
+        guard units > maxFrameCharacters else { return [bytes] }
+        cuts.append(bytes.count)
+        var pieces: [[UInt8]] = [Array(String(cuts.count - 1).utf8)]
+        for k in 0..<(cuts.count - 1) { pieces.append(Array(bytes[cuts[k]..<cuts[k + 1]])) }
+        return pieces
     }
 }
 

@@ -110,3 +110,13 @@ import WebSocket
     try queue.add(.set(try Path("c"), .number(1)))
     #expect(throws: RealtimeError.self) { try queue.add(.set(try Path("d"), .number(1))) }
 }
+
+@Test func splittingCountsUTF16UnitsAsTheSDKDoes() {
+    let limit = RealtimeFrames.maxFrameCharacters
+    #expect(RealtimeFrames.split(String(repeating: "a", count: limit)).count == 1)
+    #expect(RealtimeFrames.split(String(repeating: "a", count: limit + 1)) == ["2", String(repeating: "a", count: limit), "a"])
+    // An emoji is two UTF-16 units (four UTF-8 bytes): half the limit of them fill one piece.
+    #expect(RealtimeFrames.split(String(repeating: "😀", count: limit / 2)).count == 1)
+    let pieces = RealtimeFrames.split("a" + String(repeating: "😀", count: limit / 2))
+    #expect(pieces.count == 3 && pieces[1].utf16.count == limit - 1 && pieces[2] == "😀")
+}
