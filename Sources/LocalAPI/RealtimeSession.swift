@@ -27,9 +27,19 @@ final class RealtimeSession {
     unowned let server: APIServer
     let connection: TCPConnection
     private let host: String
-    private var parser = WebSocketParser(maxMessageBytes: RealtimeSession.maxMessageBytes)
-    private var assembler = RealtimeFrameAssembler(maxMessageBytes: RealtimeSession.maxMessageBytes)
-    private var authenticated = false
+    private var parser = WebSocketParser(maxMessageBytes: RealtimeSession.maxUnauthenticatedMessageBytes)
+    private var assembler = RealtimeFrameAssembler(maxMessageBytes: RealtimeSession.maxUnauthenticatedMessageBytes)
+    /// Whether the client presented the node's token. Until it has, its messages are held to
+    /// `maxUnauthenticatedMessageBytes`: the websocket opens without the token, and a local
+    /// program that opens the 512 connections the API allows must not make the node hold a
+    /// large message on each.
+    private var authenticated = false {
+        didSet {
+            let bound = authenticated ? Self.maxMessageBytes : Self.maxUnauthenticatedMessageBytes
+            parser.maxMessageBytes = bound
+            assembler.maxMessageBytes = bound
+        }
+    }
     private var listens: [ListenKey: Listen] = [:]
     private var onDisconnect = RealtimeOnDisconnect()
     /// A close frame went out (or came in): nothing more is read or sent.
@@ -40,6 +50,9 @@ final class RealtimeSession {
     /// The largest protocol message taken (a websocket message, or the pieces of a split one,
     /// together): a write of the largest value the tree takes (16 MiB) plus its envelope.
     static let maxMessageBytes = (16 << 20) + (1 << 20)
+    /// The largest message taken before the client authenticates: room for stats and an
+    /// `auth` with a mock user token.
+    static let maxUnauthenticatedMessageBytes = 64 << 10
     /// Unsent bytes beyond which a client that does not read is cut off.
     static let maxPendingBytes = 64 << 20
     /// The largest value sent in one message; a larger read or listen is answered `too_big`.

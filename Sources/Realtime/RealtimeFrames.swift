@@ -39,7 +39,8 @@ public enum RealtimeFrames {
 /// Joins incoming pieces back into protocol messages, within a byte bound for the whole
 /// message; a frame count announces how many pieces follow.
 public struct RealtimeFrameAssembler: Sendable {
-    public let maxMessageBytes: Int
+    /// The bound; it may be changed between messages, as `WebSocketParser.maxMessageBytes` may.
+    public var maxMessageBytes: Int
     private var expected = 0
     private var received = 0
     private var parts: [UInt8] = []

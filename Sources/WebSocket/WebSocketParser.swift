@@ -8,8 +8,10 @@
 /// continue, a length not in its shortest form) is a `WebSocketFailure` with the close code to
 /// send; the parser then stays failed.
 public struct WebSocketParser: Sendable {
-    /// The largest message (all its fragments together) accepted.
-    public let maxMessageBytes: Int
+    /// The largest message (all its fragments together) accepted. It may be changed between
+    /// calls (a server takes little from a client until it has authenticated); a message in
+    /// progress is held to the new bound from its next frame on.
+    public var maxMessageBytes: Int
     /// Whether frames must be masked (a server reading a client) or must not be (a client).
     public let expectsMasked: Bool
 
@@ -97,7 +99,7 @@ public struct WebSocketParser: Sendable {
             case (.text, .some), (.binary, .some): throw fail(.protocolError, "a new message before the last one ended")
             default: break
             }
-            guard length <= UInt64(maxMessageBytes - message.count) else {
+            guard length <= UInt64(max(0, maxMessageBytes - message.count)) else {
                 throw fail(.messageTooBig, "a message larger than \(maxMessageBytes) bytes")
             }
         }

@@ -129,6 +129,23 @@ struct RealtimeSessionTests {
         #expect(seen == #"{"me":"offline"}"#)
     }
 
+    @Test func clientsAreHeldToSmallMessagesUntilTheyAuthenticate() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let big = String(repeating: "é", count: 50_000)  // 100 KB of UTF-8, in 4 pieces
+        let body = JSONValue.object(["p": "/big", "d": .string(big)])
+        let anonymous = try RealtimeClient(api)
+        _ = try anonymous.message()
+        try anonymous.sendText(JSONValue.object(["t": "d", "d": .object(["r": 1, "a": "p", "b": body])]).serialized())
+        let close = try anonymous.frame()
+        #expect(close.opcode == 8 && Array(close.payload.prefix(2)) == [0x03, 0xF1])
+        let owner = try RealtimeClient(api)
+        _ = try owner.message()
+        _ = try owner.request("gauth", .object(["cred": .string(APIFixture.token)]))
+        #expect(status(try owner.request("p", body)) == "ok")
+        #expect(try owner.request("g", ["p": "/big"]) == ["s": "ok", "d": .string(big)])
+    }
+
     @Test func framingViolationsCloseTheConnectionWithTheirCode() throws {
         let api = try APIFixture()
         defer { api.shutdown() }
