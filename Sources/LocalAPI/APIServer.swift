@@ -7,7 +7,8 @@ import Transport
 import Tree
 import WebSocket
 
-/// The node's local HTTP API (Firebase Realtime Database REST and streaming, node endpoints).
+/// The node's local HTTP API (Firebase Realtime Database REST and streaming, the SDKs' websocket
+/// protocol at `/.ws` (`RealtimeSession`), node endpoints).
 /// It runs on the node's own serial queue: every connection, request and event stream is handled
 /// there, next to the store, so a snapshot and the registration of a listener are atomic and no
 /// connection needs a thread.

@@ -99,6 +99,7 @@ final class RealtimeSession {
     // MARK: - Input
 
     func receive(_ bytes: [UInt8]) {
+        dispatchPrecondition(condition: .onQueue(server.node.queue))
         guard !closing, !finished else { return }
         parser.append(bytes)
         while !closing {
@@ -356,6 +357,7 @@ final class RealtimeSession {
     /// The socket closed (a close handshake, an error, or the client vanished): stop taking
     /// changes and make the onDisconnect writes, as signed writes that reach every peer.
     func closed() {
+        dispatchPrecondition(condition: .onQueue(server.node.queue))
         guard !finished else { return }
         finished = true
         server.events.unwatch(self)
