@@ -165,6 +165,10 @@ final class RealtimeSession {
                 send(RealtimeReply.response(number, status: "invalid_token", data: "Invalid token: this node's API token is needed"))
                 if was { revokeListens() }
             }
+        case "appcheck", "unappeck":
+            // App Check tokens (and their withdrawal, which the SDKs spell so): a node has no
+            // App Check; the API token is what admits a client.
+            send(RealtimeReply.response(number, status: "ok", data: ""))
         case "unauth":
             authenticated = false
             revokeListens()

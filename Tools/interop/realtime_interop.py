@@ -226,6 +226,7 @@ async def handshake_and_auth():
     check("handshake fields", h["v"] == "5" and isinstance(h["ts"], (int, float)) and abs(h["ts"] / 1000 - time.time()) < 60
           and h["h"] == api_a and isinstance(h["s"], str) and h["s"], h)
     check("stats before auth", (await c.request("s", {"c": {"sdk.js.10-0-0": 1}}))["s"] == "ok")
+    check("an App Check token is taken and ignored", (await c.request("appcheck", {"token": "x"}))["s"] == "ok")
     r = await c.request("p", {"p": "/rt/denied", "d": 1})
     check("put refused without the token", r["s"] == "permission_denied", r)
     r = await c.request("g", {"p": "/rt", "q": {}})
