@@ -223,11 +223,16 @@ final class RealtimeSession {
             listens.removeValue(forKey: ListenKey(path: path, tag: tag))
             send(RealtimeReply.response(number, status: "ok", data: ""))
         case "o", "om":
+            // Checked now as the write will be then (keys, depth, server values), so a client
+            // hears of a bad onDisconnect write while it can still fix it.
             let value = body["d"] ?? .null
+            let now = Double(server.node.wallMillis())
             if action == "o" {
+                _ = try value.resolvingServerValues(at: path, nowMillis: now, current: { _ in .null }).normalized(at: path)
                 try onDisconnect.add(.set(path, value))
             } else {
                 guard case let .object(members) = value else { throw RealtimeError.invalidArgs("An update's data is an object") }
+                _ = try UpdateBatch.validateUpdate(at: path, value, nowMillis: now, current: { _ in .null })
                 try onDisconnect.add(.update(path, members))
             }
             send(RealtimeReply.response(number, status: "ok", data: ""))

@@ -353,6 +353,8 @@ async def on_disconnect():
     check("onDisconnect set", r["s"] == "ok", r)
     r = await gone.request("om", {"p": "/rt/presence", "d": {"lastSeen/me": "bye", "cancelled": 1}})
     check("onDisconnect update", r["s"] == "ok", r)
+    r = await gone.request("o", {"p": "/rt/presence/bad", "d": {"a.b": 1}})
+    check("an invalid onDisconnect write is refused at once", r["s"] == "invalid_args", r)
     r = await gone.request("o", {"p": "/rt/presence/other", "d": "never"})
     r = await gone.request("oc", {"p": "/rt/presence/other"})
     check("onDisconnect cancel", r["s"] == "ok", r)
