@@ -33,19 +33,19 @@ final class RealtimeSession {
     /// `maxUnauthenticatedMessageBytes`: the websocket opens without the token, and a local
     /// program that opens the 512 connections the API allows must not make the node hold a
     /// large message on each.
-    private var authenticated = false {
+    private(set) var authenticated = false {
         didSet {
             let bound = authenticated ? Self.maxMessageBytes : Self.maxUnauthenticatedMessageBytes
             parser.maxMessageBytes = bound
             assembler.maxMessageBytes = bound
         }
     }
-    private var listens: [ListenKey: Listen] = [:]
-    private var onDisconnect = RealtimeOnDisconnect()
+    var listens: [ListenKey: Listen] = [:]
+    var onDisconnect = RealtimeOnDisconnect()
     /// A close frame went out (or came in): nothing more is read or sent.
-    private var closing = false
+    private(set) var closing = false
     /// The socket is gone and the onDisconnect writes are made.
-    private var finished = false
+    private(set) var finished = false
 
     /// The largest protocol message taken (a websocket message, or the pieces of a split one,
     /// together): a write of the largest value the tree takes (16 MiB) plus its envelope.
@@ -86,7 +86,7 @@ final class RealtimeSession {
         host = printable && !given.isEmpty ? given : "\(server.address)"
     }
 
-    private var access: TreeAccess { TreeAccess(node: server.node) }
+    var access: TreeAccess { TreeAccess(node: server.node) }
 
     /// Sends the hello and starts taking changes; the 101 response has been written.
     func start() {
@@ -197,157 +197,11 @@ final class RealtimeSession {
         }
     }
 
-    private func perform(_ number: JSONValue, _ action: String, _ body: [String: JSONValue]) throws {
-        let path = try Self.path(body["p"])
-        switch action {
-        case "p", "m":
-            let value = body["d"] ?? .null
-            if action == "m", value.objectValue == nil { throw RealtimeError.invalidArgs("An update's data is an object") }
-            if let hash = body["h"] {
-                guard case let .string(expected) = hash else { throw RealtimeError.invalidArgs("\"h\" is a string") }
-                guard RealtimeHash.of(try access.value(at: path)) == expected else {
-                    throw RealtimeError("datastale", "The value changed since it was read")
-                }
-            }
-            if action == "p" { try access.set(path, to: value) } else { try access.update(path, with: value) }
-            send(RealtimeReply.response(number, status: "ok", data: ""))
-        case "g":
-            let query = try RealtimeQuery(object: body["q"])
-            let value = try read(path, query)
-            guard value.serialized().utf8.count <= Self.maxValueBytes else { throw Self.tooBig }
-            send(RealtimeReply.response(number, status: "ok", data: value))
-        case "q":
-            try listen(number, path, body)
-        case "n":
-            let tag = body["t"].flatMap { $0.isNull ? nil : $0 }
-            listens.removeValue(forKey: ListenKey(path: path, tag: tag))
-            send(RealtimeReply.response(number, status: "ok", data: ""))
-        case "o", "om":
-            // Checked now as the write will be then (keys, depth, server values), so a client
-            // hears of a bad onDisconnect write while it can still fix it.
-            let value = body["d"] ?? .null
-            let now = Double(server.node.wallMillis())
-            if action == "o" {
-                _ = try value.resolvingServerValues(at: path, nowMillis: now, current: { _ in .null }).normalized(at: path)
-                try onDisconnect.add(.set(path, value))
-            } else {
-                guard case let .object(members) = value else { throw RealtimeError.invalidArgs("An update's data is an object") }
-                _ = try UpdateBatch.validateUpdate(at: path, value, nowMillis: now, current: { _ in .null })
-                try onDisconnect.add(.update(path, members))
-            }
-            send(RealtimeReply.response(number, status: "ok", data: ""))
-        case "oc":
-            onDisconnect.cancel(at: path)
-            send(RealtimeReply.response(number, status: "ok", data: ""))
-        default:
-            throw RealtimeError.invalidArgs("Unknown action \(action)")
-        }
-    }
-
-    static let tooBig = RealtimeError("too_big", "The data requested exceeds the maximum size that can be sent in one message")
-
-    /// A request's path: a string (`/a/b`, `a/b`; empty or `/` for the root).
-    static func path(_ value: JSONValue?) throws -> Path {
-        guard case let .string(text)? = value else { throw RealtimeError.invalidArgs("A request needs a path \"p\"") }
-        return try Path(segments: text.split(separator: "/", omittingEmptySubsequences: true).map(String.init))
-    }
-
-    /// What a listen or get of `query` at `path` sees now; an empty window is null. A read that
-    /// takes the whole location (no limit the store applies) of more than `maxRowsRead` values
-    /// is refused `too_big` before it is read, since its answer would be built whole in memory
-    /// (a query with a limit reads only its window).
-    private func read(_ path: Path, _ query: RealtimeQuery) throws -> JSONValue {
-        let (storeQuery, exact) = query.storeQuery
-        if !(exact && storeQuery?.limit != nil) {
-            guard try !server.node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path, rows: Self.maxRowsRead) }) else {
-                throw Self.tooBig
-            }
-        }
-        var value = try storeQuery.map { try access.query($0, at: path) } ?? access.value(at: path)
-        if !exact { value = query.window(of: value) }
-        if case let .object(members) = value, members.isEmpty { value = .null }
-        return value
-    }
-
-    private func listen(_ number: JSONValue, _ path: Path, _ body: [String: JSONValue]) throws {
-        let tag = body["t"].flatMap { $0.isNull ? nil : $0 }
-        if let tag, tag.numberValue == nil { throw RealtimeError.invalidArgs("A tag is a number") }
-        let object = body["q"] ?? .object([:])
-        // An untagged listen is of the whole location, whatever ordering it names.
-        let query = tag == nil ? RealtimeQuery() : try RealtimeQuery(object: object)
-        let key = ListenKey(path: path, tag: tag)
-        guard listens[key] != nil || listens.count < Self.maxListens else {
-            throw RealtimeError("too_big", "At most \(Self.maxListens) listens per connection")
-        }
-        let value = try read(path, query)
-        guard value.serialized().utf8.count <= Self.maxValueBytes else { throw Self.tooBig }
-        listens[key] = Listen(path: path, query: query, queryObject: object, tag: tag, lastWindow: firebaseETag(of: value))
-        send(RealtimeReply.data(path, value, tag: tag))
-        send(RealtimeReply.response(number, status: "ok", data: .object([:])))
-    }
-
-    /// Ends every listen with `c` (listen revoked), as when the credentials that allowed them go.
-    /// The SDK finds the listen by its path and, for a query, the list of its query objects
-    /// (a listen of a whole location names none).
-    private func revokeListens() {
-        for listen in listens.values {
-            var body: [String: JSONValue] = ["p": .string(RealtimeReply.wirePath(listen.path))]
-            if listen.tag != nil { body["q"] = .array([listen.queryObject]) }
-            send(RealtimeReply.push("c", body))
-        }
-        listens.removeAll()
-    }
-
-    // MARK: - Changes
-
-    /// New records changed `changes`: each listen at or around them gets the new data. A listen
-    /// of a location gets `d` of the one path that changed below it, `m` of all of them when
-    /// several did (one merge, applied at once), or `d` of itself for a change at or above it;
-    /// a query gets its window again, whole, when it differs from the one last sent.
-    private func changed(_ changes: [Path]) {
-        dispatchPrecondition(condition: .onQueue(server.node.queue))
-        guard !closing, !finished, authenticated, !listens.isEmpty else { return }
-        var cache: [Path: JSONValue] = [:]
-        func value(_ path: Path) -> JSONValue {
-            if let cached = cache[path] { return cached }
-            let v = (try? access.value(at: path)) ?? .null
-            cache[path] = v
-            return v
-        }
-        for (key, listen) in listens {
-            guard !closing else { return }
-            if listen.tag == nil {
-                if changes.contains(where: { $0.isAncestorOrSelf(of: listen.path) }) {
-                    send(RealtimeReply.data(listen.path, value(listen.path), tag: nil))
-                    continue
-                }
-                let below = changes.filter { listen.path.isAncestor(of: $0) }
-                if below.count == 1 {
-                    send(RealtimeReply.data(below[0], value(below[0]), tag: nil))
-                } else if below.count > 1 {
-                    // One merge, so that what one record changed together reaches the app together.
-                    var members: [String: JSONValue] = [:]
-                    for change in below {
-                        members[RealtimeReply.wirePath(change.relative(to: listen.path) ?? change)] = value(change)
-                    }
-                    send(RealtimeReply.data(listen.path, .object(members), tag: nil, merge: true))
-                }
-                continue
-            }
-            guard changes.contains(where: { $0.isAncestorOrSelf(of: listen.path) || listen.path.isAncestor(of: $0) }) else { continue }
-            guard let window = try? read(listen.path, listen.query) else { continue }
-            let etag = firebaseETag(of: window)
-            guard etag != listen.lastWindow else { continue }
-            listens[key]?.lastWindow = etag
-            send(RealtimeReply.data(listen.path, window, tag: listen.tag))
-        }
-    }
-
     // MARK: - Output and the end
 
     /// Sends one protocol message, split into pieces when long. A client that leaves more than
     /// `maxPendingBytes` unread is cut off (its onDisconnect writes are then made).
-    private func send(_ message: JSONValue) {
+    func send(_ message: JSONValue) {
         guard !closing, !finished else { return }
         for piece in RealtimeFrames.split(utf8: Array(message.serialized().utf8)) {
             connection.write(WebSocketFrameWriter.frame(.text, piece))
