@@ -53,6 +53,10 @@ final class RealtimeSession {
     /// The largest message taken before the client authenticates: room for stats and an
     /// `auth` with a mock user token.
     static let maxUnauthenticatedMessageBytes = 64 << 10
+    /// What a message's JSON may hold: anything the message bound allows, and nesting well past
+    /// the tree's 32 levels, so that a value the tree refuses (a string or a write too large, a
+    /// path too deep) is refused by its request's answer, not by closing the connection.
+    static let messageLimits = JSONLimits(maxBytes: maxMessageBytes, maxDepth: 128, maxStringBytes: maxMessageBytes)
     /// Unsent bytes beyond which a client that does not read is cut off.
     static let maxPendingBytes = 64 << 20
     /// The largest value sent in one message; a larger read or listen is answered `too_big`.
@@ -134,7 +138,7 @@ final class RealtimeSession {
     private func handle(_ bytes: [UInt8]) {
         let message: RealtimeMessage
         do {
-            message = try RealtimeMessage.parse(bytes, limits: JSONLimits(maxBytes: RealtimeSession.maxMessageBytes))
+            message = try RealtimeMessage.parse(bytes, limits: Self.messageLimits)
         } catch {
             send(RealtimeReply.shutdown(error.message))
             close(.policyViolation, "Not a Realtime Database message")
