@@ -11,6 +11,10 @@ private final class RealtimeClient {
     let raw: RawClient
     private var next = 0
 
+    init(raw: RawClient) {
+        self.raw = raw
+    }
+
     init(_ api: APIFixture) throws {
         raw = try api.client()
         try raw.send(RawClient.request("GET", "/.ws?v=5&ns=lanchat", headers: [
@@ -127,6 +131,34 @@ struct RealtimeSessionTests {
             usleep(20_000)
         }
         #expect(seen == #"{"me":"offline"}"#)
+    }
+
+    @Test func framesSentWithTheHandshakeAreRead() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let raw = try api.client()
+        let ping = WebSocketFrameWriter.frame(.text, Array(#"{"t":"c","d":{"t":"p","d":{}}}"#.utf8), mask: [9, 8, 7, 6])
+        try raw.send(RawClient.request("GET", "/.ws?v=5&ns=lanchat", headers: [
+            ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
+            ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ], auth: false) + ping)
+        #expect(try raw.readHead().status == 101)
+        let client = RealtimeClient(raw: raw)
+        #expect(try client.message().objectValue?["d"]?.objectValue?["t"] == "h")
+        #expect(try client.message() == RealtimeReply.pong)
+    }
+
+    @Test func aBadHandshakeIsRefusedAndTheConnectionClosed() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let raw = try api.client()
+        try raw.send(RawClient.request("GET", "/.ws?v=5", headers: [
+            ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "8"),
+            ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ], auth: false))
+        let reply = try raw.readResponse()
+        #expect(reply.status == 426 && reply.header("Sec-WebSocket-Version") == "13")
+        #expect(raw.isClosedByServer())
     }
 
     @Test func clientsAreHeldToSmallMessagesUntilTheyAuthenticate() throws {
