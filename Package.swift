@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "Simulation", dependencies: ["TestSupport", "Node", "Store", "SQLite", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
         .executableTarget(name: "LanchatSim", dependencies: ["Simulation"]),
         // The invariants of the fuzz targets (Tools/fuzz), shared with their replay in `swift test`.
-        .target(name: "FuzzChecks", dependencies: ["Wire", "Sync", "Tree", "HTTP", "Crypto"]),
+        .target(name: "FuzzChecks", dependencies: ["Wire", "Sync", "Tree", "HTTP", "WebSocket", "Realtime", "Crypto"]),
 
         .testTarget(name: "CryptoTests", dependencies: ["TestSupport", "Crypto"]),
         .testTarget(name: "TreeTests", dependencies: ["TestSupport", "Tree"]),

@@ -155,7 +155,11 @@ public struct WebSocketParser: Sendable {
         case .ping: return .ping(payload)
         case .pong: return .pong(payload)
         case .close:
+            // Nothing after a close frame is read (RFC 6455 §5.5.1): drop what came with it.
             closed = true
+            buffer = []
+            readIndex = 0
+            message = []
             if payload.isEmpty { return .close(code: nil, reason: "") }
             guard payload.count >= 2 else { throw fail(.protocolError, "a close frame with a one-byte code") }
             let code = WebSocketCloseCode(rawValue: UInt16(payload[0]) << 8 | UInt16(payload[1]))
