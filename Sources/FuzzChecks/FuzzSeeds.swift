@@ -144,7 +144,7 @@ public enum FuzzSeeds {
             #"{"t":"d","d":{"r":1,"a":"s","b":{"c":{"sdk.js.10-12-0":1}}}}"#,
             #"{"t":"d","d":{"r":2,"a":"gauth","b":{"cred":"owner"}}}"#,
             #"{"t":"d","d":{"r":3,"a":"q","b":{"p":"/chat","q":{"i":"date","l":20,"vf":"r","sp":5,"sn":"k","sin":false},"t":1,"h":""}}}"#,
-            #"{"t":"d","d":{"r":4,"a":"p","b":{"p":"/counter","d":6,"h":"NhZPsJLI3ic9K6yyOBTsDPv0f1I="}}}"#,
+            #"{"t":"d","d":{"r":4,"a":"p","b":{"p":"/counter","d":6,"h":"w28swksk9+tXf5jEdS9R5oSFAv8="}}}"#,
             #"{"t":"d","d":{"r":5,"a":"o","b":{"p":"/presence/me","d":{"at":{".sv":"timestamp"}}}}}"#,
             #"{"t":"c","d":{"t":"p","d":{}}}"#, "0",
         ]
