@@ -15,6 +15,9 @@ let package = Package(
         // C libraries from the system (Debian: libsodium-dev, libsqlite3-dev).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // SHA-1 (Debian: nettle-dev), which the websocket handshake and the Realtime Database
+        // protocol's transaction hashes are defined with.
+        .systemLibrary(name: "CNettle", pkgConfig: "nettle", providers: [.apt(["nettle-dev"])]),
 
         // BLAKE2b of 8 (AVX-512) or 4 (AVX2) equal-length messages at once, for chunk checks. Optimised
         // in debug builds too, as the tests and acceptance scripts hash many chunks.
@@ -37,8 +40,12 @@ let package = Package(
 
         // HTTP/1.1 parsing (sans-IO) and the local API served by a node.
         .target(name: "HTTP"),
+        // The websocket protocol (RFC 6455, sans-IO) and, over it, the Firebase Realtime Database
+        // protocol's pure parts (framing, messages, queries, hashes, credentials).
+        .target(name: "WebSocket", dependencies: ["HTTP", "CNettle"]),
+        .target(name: "Realtime", dependencies: ["WebSocket", "Tree", "Crypto"]),
         // The web chat's page, styles and script (Sources/LocalAPI/Web) are compiled into the binary.
-        .target(name: "LocalAPI", dependencies: ["HTTP", "Node", "Store", "Transport", "Wire", "Tree", "Crypto"],
+        .target(name: "LocalAPI", dependencies: ["HTTP", "WebSocket", "Realtime", "Node", "Store", "Transport", "Wire", "Tree", "Crypto"],
                 resources: [.embedInCode("Web/index.html"), .embedInCode("Web/app.css"), .embedInCode("Web/app.js")]),
 
         // Commands and the executables (whose mains are one line).
@@ -57,7 +64,7 @@ let package = Package(
         .target(name: "Simulation", dependencies: ["TestSupport", "Node", "Store", "SQLite", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
         .executableTarget(name: "LanchatSim", dependencies: ["Simulation"]),
         // The invariants of the fuzz targets (Tools/fuzz), shared with their replay in `swift test`.
-        .target(name: "FuzzChecks", dependencies: ["Wire", "Sync", "Tree", "HTTP", "Crypto"]),
+        .target(name: "FuzzChecks", dependencies: ["Wire", "Sync", "Tree", "HTTP", "WebSocket", "Realtime", "Crypto"]),
 
         .testTarget(name: "CryptoTests", dependencies: ["TestSupport", "Crypto"]),
         .testTarget(name: "TreeTests", dependencies: ["TestSupport", "Tree"]),
@@ -66,7 +73,9 @@ let package = Package(
         .testTarget(name: "SyncTests", dependencies: ["TestSupport", "Sync", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "TransportTests", dependencies: ["TestSupport", "Transport"]),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP"]),
-        .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "DiskFaults", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["TestSupport", "WebSocket", "HTTP"]),
+        .testTarget(name: "RealtimeTests", dependencies: ["TestSupport", "Realtime", "WebSocket", "Tree"]),
+        .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "DiskFaults", "LocalAPI", "WebSocket", "Realtime", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),

@@ -1,6 +1,7 @@
 import Crypto
 import Sync
 import Tree
+import WebSocket
 import Wire
 
 /// The seed corpus of every target, made with lanchat's own encoders (and Protocol.md's vectors)
@@ -136,6 +137,28 @@ public enum FuzzSeeds {
             add(.http, "request\(index)", [UInt8(index * 2 % 256)] + Array(request.utf8))
         }
         add(.http, "small-limits", [1] + Array(requests[1].utf8))
+
+        // Websocket streams as a Firebase SDK sends them: masked text frames of protocol messages,
+        // one split into a frame count and pieces, a fragmented one, a ping and a close.
+        let realtimeMessages = [
+            #"{"t":"d","d":{"r":1,"a":"s","b":{"c":{"sdk.js.10-12-0":1}}}}"#,
+            #"{"t":"d","d":{"r":2,"a":"gauth","b":{"cred":"owner"}}}"#,
+            #"{"t":"d","d":{"r":3,"a":"q","b":{"p":"/chat","q":{"i":"date","l":20,"vf":"r","sp":5,"sn":"k","sin":false},"t":1,"h":""}}}"#,
+            #"{"t":"d","d":{"r":4,"a":"p","b":{"p":"/counter","d":6,"h":"w28swksk9+tXf5jEdS9R5oSFAv8="}}}"#,
+            #"{"t":"d","d":{"r":5,"a":"o","b":{"p":"/presence/me","d":{"at":{".sv":"timestamp"}}}}}"#,
+            #"{"t":"c","d":{"t":"p","d":{}}}"#, "0",
+        ]
+        let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+        for (index, message) in realtimeMessages.enumerated() {
+            add(.websocket, "message\(index)", [UInt8(index * 2 % 256)] + WebSocketFrameWriter.frame(.text, Array(message.utf8), mask: mask))
+        }
+        let split = Array(realtimeMessages[2].utf8)
+        add(.websocket, "split", [0] + WebSocketFrameWriter.frame(.text, Array("2".utf8), mask: mask)
+            + WebSocketFrameWriter.frame(.text, split[..<40], mask: mask) + WebSocketFrameWriter.frame(.text, split[40...], mask: mask))
+        add(.websocket, "fragmented", [3] + WebSocketFrameWriter.frame(.text, split[..<40], fin: false, mask: mask)
+            + WebSocketFrameWriter.frame(.ping, [1, 2], mask: mask) + WebSocketFrameWriter.frame(.continuation, split[40...], mask: mask)
+            + WebSocketFrameWriter.close(.normal, reason: "bye").enumerated().map { $0.offset == 1 ? $0.element | 0x80 : $0.element })
+        add(.websocket, "small-bound", [1] + WebSocketFrameWriter.frame(.binary, [UInt8](repeating: 7, count: 300), mask: mask))
 
         // JSON, paths and queries.
         let documents = [

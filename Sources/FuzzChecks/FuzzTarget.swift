@@ -23,6 +23,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case noiseResponder = "noise-responder"
     case peerSession = "peer-session"
     case http
+    case websocket
     case json
     case path
     case query
@@ -41,6 +42,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .noiseResponder: try NoiseChecks.responder(input)
         case .peerSession: try PeerSessionChecks.session(input)
         case .http: try HTTPChecks.requests(input)
+        case .websocket: try WebSocketChecks.stream(input)
         case .json: try TreeChecks.json(input)
         case .path: try TreeChecks.path(input)
         case .query: try TreeChecks.query(input)

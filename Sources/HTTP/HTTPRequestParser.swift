@@ -86,6 +86,18 @@ public struct HTTPRequestParser: Sendable {
         return readIndex == buffer.count
     }
 
+    /// Hands over the bytes received after the last request, and stops parsing: for a
+    /// connection that switches protocols (a websocket upgrade), whose next bytes are frames;
+    /// the parser is not used again on that connection.
+    public mutating func takeRemainingBytes() -> [UInt8] {
+        let rest = Array(buffer[readIndex...])
+        buffer = []
+        readIndex = 0
+        scanIndex = 0
+        state = .requestLine
+        return rest
+    }
+
     /// Whether an error has ended parsing.
     public var hasFailed: Bool {
         if case .failed = state { return true }

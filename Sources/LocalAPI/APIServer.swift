@@ -5,8 +5,10 @@ import Node
 import Store
 import Transport
 import Tree
+import WebSocket
 
-/// The node's local HTTP API (Firebase Realtime Database REST and streaming, node endpoints).
+/// The node's local HTTP API (Firebase Realtime Database REST and streaming, the SDKs' websocket
+/// protocol at `/.ws` (`RealtimeSession`), node endpoints).
 /// It runs on the node's own serial queue: every connection, request and event stream is handled
 /// there, next to the store, so a snapshot and the registration of a listener are atomic and no
 /// connection needs a thread.
@@ -134,6 +136,8 @@ final class APIConnection {
     private var closing = false
     /// Reading stopped because the client does not take its responses.
     private var paused = false
+    /// The Realtime Database session this connection became (a websocket at `/.ws`).
+    private var realtime: RealtimeSession?
     /// When the client last sent bytes or a response was last written (monotonic seconds).
     private var lastActivity = monotonicSeconds()
 
@@ -152,6 +156,7 @@ final class APIConnection {
     func start(onClose: @escaping () -> Void) {
         connection.start(onRead: { [self] bytes in receive(bytes) }, onClose: { [self] _ in
             if streaming { server.events.remove(connection) }
+            realtime?.closed()
             onClose()
         })
     }
@@ -164,6 +169,10 @@ final class APIConnection {
 
     private func receive(_ bytes: [UInt8]) {
         lastActivity = monotonicSeconds()
+        if let realtime {
+            realtime.receive(bytes)
+            return
+        }
         guard !streaming, !closing else { return }  // an event stream's client has nothing more to say
         parser.append(bytes)
         process()
@@ -171,7 +180,7 @@ final class APIConnection {
 
     /// Answers every complete request in the parser, in order, while the client keeps up.
     private func process() {
-        while !streaming && !closing && !sendingBody {
+        while !streaming && !closing && !sendingBody && realtime == nil {
             if connection.pendingWriteBytes > APIConnection.maxPendingResponseBytes {
                 pauseUntilDrained()
                 return
@@ -220,6 +229,10 @@ final class APIConnection {
     }
 
     private func handle(_ request: HTTPRequest) {
+        if request.path == [".ws"], WebSocketHandshake.isUpgrade(request) {
+            upgrade(request)
+            return
+        }
         if request.method == "OPTIONS" {
             send(APIResponse.preflight(), keepAlive: request.keepAlive)
             return
@@ -272,6 +285,23 @@ final class APIConnection {
         if streamLargeRead(request) { return }
         let response = Router.handle(request, server: server)
         send(response, keepAlive: request.keepAlive)
+    }
+
+    /// Turns the connection into a Realtime Database session (`ws://HOST:PORT/.ws?v=5&ns=NAME`),
+    /// or refuses a handshake that is not a valid one. No token is asked for here: the
+    /// session asks for it in its own `auth` request before it answers anything.
+    private func upgrade(_ request: HTTPRequest) {
+        switch WebSocketHandshake.response(to: request) {
+        case let .refused(response):
+            send(response, keepAlive: false)
+        case let .accepted(response):
+            let session = RealtimeSession(server: server, connection: connection, request: request)
+            realtime = session
+            connection.write(response.serialized())
+            session.start()
+            let rest = parser.takeRemainingBytes()
+            if !rest.isEmpty { session.receive(rest) }
+        }
     }
 
     /// Answers a plain GET of a large location by writing the value while it is read

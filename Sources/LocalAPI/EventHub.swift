@@ -37,6 +37,8 @@ final class EventHub {
         var backlog: [[UInt8]]?
         var backlogBytes = 0
     }
+    /// Others told of every batch of changed paths (the Realtime Database sessions), by owner.
+    private var watchers: [ObjectIdentifier: ([Path]) -> Void] = [:]
     private var observer: Int?
     private var keepAlive: RepeatingTimer?
     private var closed = false
@@ -83,6 +85,7 @@ final class EventHub {
         closed = true
         keepAlive?.cancel()
         if let observer { node.removeObserver(observer) }
+        watchers.removeAll()
         for listener in listeners.values { listener.connection.close() }
         listeners.removeAll()
         conversations.close()
@@ -146,6 +149,17 @@ final class EventHub {
         }
     }
 
+    /// Calls `body` on the node's queue with the paths each new batch of records changed
+    /// (`changedPaths`), written locally or merged from a peer, until `unwatch(owner)`.
+    func watch(_ owner: AnyObject, _ body: @escaping ([Path]) -> Void) {
+        dispatchPrecondition(condition: .onQueue(node.queue))
+        watchers[ObjectIdentifier(owner)] = body
+    }
+
+    func unwatch(_ owner: AnyObject) {
+        watchers.removeValue(forKey: ObjectIdentifier(owner))
+    }
+
     /// How many listeners are registered; call on the node's queue.
     var listenerCount: Int { listeners.count + conversations.listenerCount }
 
@@ -206,7 +220,7 @@ final class EventHub {
     func recordsAdded(_ records: [Record]) {
         dispatchPrecondition(condition: .onQueue(node.queue))
         conversations.recordsAdded(records)
-        guard !listeners.isEmpty else { return }
+        guard !listeners.isEmpty || !watchers.isEmpty else { return }
         var cache: [Path: JSONValue] = [:]
         func value(_ path: Path) -> JSONValue {
             if let cached = cache[path] { return cached }
@@ -219,6 +233,9 @@ final class EventHub {
         for record in records {
             guard case let .write(pairs) = record.body else { continue }
             for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
+        }
+        if !changes.isEmpty {
+            for watcher in Array(watchers.values) { watcher(changes) }
         }
         for (id, listener) in listeners where listener.query == nil {
             for changed in changes {

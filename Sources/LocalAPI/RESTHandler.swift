@@ -67,7 +67,7 @@ struct RESTHandler {
     struct BadRequest: Error { let message: String }
 
     private func current(_ path: Path) throws -> JSONValue {
-        try node.withStoreOnQueue { store, _ in try store.value(at: path) }
+        try TreeAccess(node: node).value(at: path)
     }
 
     private func body(_ request: HTTPRequest, default fallback: JSONValue? = nil) throws -> JSONValue {
@@ -90,7 +90,7 @@ struct RESTHandler {
             guard query == nil else { throw BadRequest(message: "Mixing 'shallow' and querying parameters is not supported") }
             value = try node.withStoreOnQueue { store, _ in try store.shallowValue(at: path) }
         } else if let query {
-            value = try node.withStoreOnQueue { store, _ in try store.query(query, at: path) }
+            value = try TreeAccess(node: node).query(query, at: path)
         } else {
             value = try current(path)
         }
@@ -159,8 +159,6 @@ struct RESTHandler {
     }
 
     private func write(_ body: (Store, Crypto.PrivateKey, UInt64) throws -> Void) throws {
-        let now = node.wallMillis()
-        try node.withStoreOnQueue { store, key in try body(store, key, now) }
-        node.localWritesDone()
+        try TreeAccess(node: node).write(body)
     }
 }
