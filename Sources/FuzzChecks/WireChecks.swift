@@ -208,6 +208,8 @@ public enum WireChecks {
                                    .unsigned(b.recordCount), .bytes(b.fingerprint)]))
         case let .push(record):
             expected = (2, .array([.unsigned(2), .bytes(record)]))
+        case let .live(value):
+            expected = (3, .array([.unsigned(3), .bytes(value)]))
         }
         try require(expected.0 == type, t, "type byte \(type) decoded as another type")
         try require(expected.1.encoded() == plaintext, t, "accepted plaintext re-encodes differently: \(hex(plaintext))")
@@ -271,6 +273,8 @@ public enum WireChecks {
             try require(hashes.count <= SessionMessage.maxChunkHashes, t, "\(hashes.count) chunk hashes accepted")
         case let .chunk(_, bytes):
             try require(!bytes.isEmpty && bytes.count <= SessionMessage.maxChunkBytes, t, "a chunk of \(bytes.count) bytes accepted")
+        case let .live(values):
+            try require(values.count <= SessionMessage.maxLiveValues, t, "\(values.count) live values accepted")
         case .reconcile, .reconcileReply, .records:
             break
         }

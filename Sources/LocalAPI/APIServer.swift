@@ -269,6 +269,8 @@ final class APIConnection {
             }
             return
         }
+        // A request (not a stream left open) is the user at work: not away (Protocol.md §5.7).
+        server.node.noteLocalActivityOnQueue()
         if streamLargeRead(request) { return }
         let response = Router.handle(request, server: server)
         send(response, keepAlive: request.keepAlive)

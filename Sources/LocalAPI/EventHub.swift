@@ -38,6 +38,7 @@ final class EventHub {
         var backlogBytes = 0
     }
     private var observer: Int?
+    private var liveObserver: Int?
     private var keepAlive: RepeatingTimer?
     private var closed = false
 
@@ -65,12 +66,15 @@ final class EventHub {
         let readyBox = UncheckedSendable(ready)
         DispatchQueue.global().async {
             let token = hub.value.node.addObserver { records in hub.value.recordsAdded(records) }
+            let liveToken = hub.value.node.addLiveObserver { paths in hub.value.liveChanged(paths) }
             hub.value.node.queue.async {
                 guard !hub.value.closed else {
                     hub.value.node.removeObserver(token)
+                    hub.value.node.removeLiveObserver(liveToken)
                     return
                 }
                 hub.value.observer = token
+                hub.value.liveObserver = liveToken
                 readyBox.value()
             }
         }
@@ -83,6 +87,7 @@ final class EventHub {
         closed = true
         keepAlive?.cancel()
         if let observer { node.removeObserver(observer) }
+        if let liveObserver { node.removeLiveObserver(liveObserver) }
         for listener in listeners.values { listener.connection.close() }
         listeners.removeAll()
         conversations.close()
@@ -189,9 +194,10 @@ final class EventHub {
 
     /// The value a listener sees at `path`: the location's, or its query's window.
     private func read(_ path: Path, _ query: FirebaseQuery?) -> JSONValue {
-        (try? node.withStoreOnQueue { store, _ in
+        let stored = (try? node.withStoreOnQueue { store, _ in
             if let query { try store.query(query, at: path) } else { try store.value(at: path) }
         }) ?? .null
+        return query == nil && LivePaths.touches(path) ? node.valueWithLiveOnQueue(stored, at: path) : stored
     }
 
     /// The children of a window, or nil when it is not an object.
@@ -220,6 +226,29 @@ final class EventHub {
             guard case let .write(pairs) = record.body else { continue }
             for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
         }
+        send(changes, value: value)
+    }
+
+    /// Live values or presence changed at `paths` (NodeLive.swift): events as for records.
+    /// A receipt of the node's own user (from another of its nodes) may move a read mark, so
+    /// its conversation's summary goes out again too.
+    func liveChanged(_ paths: [Path]) {
+        dispatchPrecondition(condition: .onQueue(node.queue))
+        for path in paths where LivePaths.classify(path)?.kind == .receipt && path.segments[3] == node.userID {
+            conversations.changed(path.segments[1])
+        }
+        guard !listeners.isEmpty else { return }
+        var cache: [Path: JSONValue] = [:]
+        func value(_ path: Path) -> JSONValue {
+            if let cached = cache[path] { return cached }
+            let v = read(path, nil)
+            cache[path] = v
+            return v
+        }
+        send(paths, value: value)
+    }
+
+    private func send(_ changes: [Path], value: (Path) -> JSONValue) {
         for (id, listener) in listeners where listener.query == nil {
             for changed in changes {
                 // Closed (too slow) while these events went out.

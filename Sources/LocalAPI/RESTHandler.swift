@@ -58,6 +58,12 @@ struct RESTHandler {
             return APIResponse.error(400, "\(error)")
         } catch let error as BadRequest {
             return APIResponse.error(400, error.message)
+        } catch let error as Node.LiveWriteError {
+            switch error {
+            case .permissionDenied: return APIResponse.error(403, "Permission denied")
+            case let .refused(why) where why.hasPrefix("more than"): return APIResponse.error(429, why)
+            case let .refused(why): return APIResponse.error(400, why)
+            }
         } catch {
             // A failure of the node itself (the store), not of the request.
             return APIResponse.failure(error)
@@ -66,8 +72,11 @@ struct RESTHandler {
 
     struct BadRequest: Error { let message: String }
 
+    /// The value at `path` as clients see it: the stored tree with the live layer over it
+    /// (typing flags, statuses, receipts, presence: Protocol.md §5.7).
     private func current(_ path: Path) throws -> JSONValue {
-        try node.withStoreOnQueue { store, _ in try store.value(at: path) }
+        let stored = try node.withStoreOnQueue { store, _ in try store.value(at: path) }
+        return LivePaths.touches(path) ? node.valueWithLiveOnQueue(stored, at: path) : stored
     }
 
     private func body(_ request: HTTPRequest, default fallback: JSONValue? = nil) throws -> JSONValue {
@@ -91,6 +100,8 @@ struct RESTHandler {
             value = try node.withStoreOnQueue { store, _ in try store.shallowValue(at: path) }
         } else if let query {
             value = try node.withStoreOnQueue { store, _ in try store.query(query, at: path) }
+        } else if LivePaths.touches(path) {
+            value = try current(path)
         } else {
             value = try current(path)
         }
@@ -131,6 +142,11 @@ struct RESTHandler {
     private func put(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         let value = try body(request)
         if let failed = try precondition(path, request) { return failed }
+        if LivePaths.isLive(path) {
+            try setLive(path, value)
+            let now = try current(path)
+            return try written(path, request, now, location: now)
+        }
         try write { store, key, now in try store.set(path, to: value, signer: key, nowMillis: now) }
         let now = try current(path)
         return try written(path, request, now, location: now)
@@ -138,14 +154,25 @@ struct RESTHandler {
 
     private func patch(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         let value = try body(request)
-        guard case .object = value else { throw BadRequest(message: "Invalid data; the body of a PATCH must be an object.") }
+        guard case let .object(members) = value else { throw BadRequest(message: "Invalid data; the body of a PATCH must be an object.") }
         if let failed = try precondition(path, request) { return failed }
-        try write { store, key, now in try store.update(path, with: value, signer: key, nowMillis: now) }
+        // Members at live paths are live writes; the rest are one record, as before.
+        var stored = [String: JSONValue]()
+        var live = [(Path, JSONValue)]()
+        for (key, member) in members {
+            let target = try path.appending(try Path(key))
+            if LivePaths.isLive(target) { live.append((target, member)) } else { stored[key] = member }
+        }
+        for (target, member) in live { try setLive(target, member) }
+        if !stored.isEmpty || live.isEmpty {
+            try write { store, key, now in try store.update(path, with: .object(stored), signer: key, nowMillis: now) }
+        }
         return try written(path, request, value)
     }
 
     private func post(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         let value = try body(request, default: .string(""))
+        if LivePaths.isLive(path) { throw BadRequest(message: "A live path takes PUT, PATCH and DELETE, not push") }
         var name = ""
         try write { store, key, now in name = try store.push(path, value: value, signer: key, nowMillis: now).key }
         if silent(request) { return APIResponse.noContent() }
@@ -154,8 +181,20 @@ struct RESTHandler {
 
     private func delete(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         if let failed = try precondition(path, request) { return failed }
+        if LivePaths.isLive(path) {
+            try setLive(path, .null)
+            return try written(path, request, .null)
+        }
         try write { store, key, now in try store.delete(path, signer: key, nowMillis: now) }
         return try written(path, request, .null)
+    }
+
+    /// A write at a live path: only the node's own user's, never a record; presence is derived.
+    private func setLive(_ path: Path, _ value: JSONValue) throws {
+        guard !LivePaths.isPresence(path), LivePaths.classify(path) != nil else {
+            throw Node.LiveWriteError.permissionDenied
+        }
+        try node.setLive(path, to: value)
     }
 
     private func write(_ body: (Store, Crypto.PrivateKey, UInt64) throws -> Void) throws {

@@ -52,6 +52,7 @@ extension Node {
                                                    lastSeen: now, recordCount: beacon.recordCount, fingerprint: beacon.fingerprint,
                                                    addressSeen: addressSeen)
         if known == nil || known?.instance != beacon.instance {
+            peerHeardForLive(beacon.author, instance: beacon.instance)
             log("discovered \(describe(beacon.author)) at \(address) (\(beacon.recordCount) records)")
             sendBeacon()  // answer at once, so the newcomer learns of us without waiting
             // A session left from before the peer was lost (a partition, a restart) may be
@@ -73,6 +74,7 @@ extension Node {
         let limit = 3 * config.beaconInterval.seconds
         for (author, peer) in discovered where now - peer.lastSeen > limit {
             discovered.removeValue(forKey: author)
+            sweepLive()
             log("lost \(describe(author)): no beacon for \(Node.secondsText(limit))")
         }
     }
