@@ -63,6 +63,11 @@ enum LimitCoverage {
         .init(.protocolTable, "anti-entropy interval", ["NodeTests/SyncKnobTests.antiEntropyInterval", "NodeTests/SyncKnobTests.roundDeferral"]),
         .init(.protocolTable, "rounds per session", ["SyncTests/RoundTests.oneRoundPerSession"]),
         .init(.protocolTable, "ids asked for in one round", ["SyncTests/RoundTests.roundAskingEnds"]),
+        .init(.protocolTable, "live value", ["SyncTests/LiveTableTests.sizes"]),
+        .init(.protocolTable, "typing and status values held", ["SyncTests/LiveTableTests.valuesHeld"]),
+        .init(.protocolTable, "live values taken from one author", ["SyncTests/LiveTableTests.rate"]),
+        .init(.protocolTable, "read receipts held", ["SyncTests/LiveTableTests.receiptsHeld", "LocalAPITests/LiveStateTests.receiptsConverge"]),
+        .init(.protocolTable, "away", ["LocalAPITests/LiveStateTests.presence"]),
     ]
 
     /// The ban paragraph: each offence in its list, the ban's length, and each bullet.
