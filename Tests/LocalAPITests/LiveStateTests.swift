@@ -248,6 +248,30 @@ struct LiveStateTests {
         #expect(nodes.allSatisfy { n in n.node.queue.sync { n.node.liveCountsOnQueue().receipts } == 2 })
     }
 
+    @Test("a live write through the API: sizes, count, rate, and whose paths")
+    func liveWriteLimits() throws {
+        let fixture = try APIFixture()
+        defer { fixture.shutdown() }
+        let me = fixture.node.userID
+        let base = "/status/\(me)/"
+        let longest = base + String(repeating: "p", count: 512 - base.utf8.count)
+        #expect(try fixture.call("PUT", longest + ".json", body: "1").status == 200)
+        #expect(try fixture.call("PUT", longest + "q.json", body: "1").status == 400)
+        let value = "\"" + String(repeating: "v", count: 510) + "\""
+        #expect(try fixture.call("PUT", base + "a.json", body: value).status == 200)
+        #expect(try fixture.call("PUT", base + "a.json", body: "\"" + String(repeating: "v", count: 511) + "\"").status == 400)
+        for i in 2..<32 { #expect(try fixture.call("PUT", "/conversations/c\(i)/typingIndicator/\(me).json", body: "true").status == 200) }
+        #expect(try fixture.call("PUT", "/conversations/c32/typingIndicator/\(me).json", body: "true").status == 400)
+        #expect(try fixture.call("PUT", "/conversations/c2/typingIndicator/\(PrivateKey().publicKey.userID).json", body: "true").status == 403)
+        #expect(try fixture.call("PUT", "/presence/\(me).json", body: "{}").status == 403)
+        // 34 taken so far; the bucket holds 40 and refills at 20 a second: well within a second,
+        // a burst of more runs into 429.
+        var statuses = [Int]()
+        for _ in 0..<30 { statuses.append(try fixture.call("DELETE", "/conversations/c2/typingIndicator/\(me).json").status) }
+        #expect(statuses.contains(429) && statuses.first == 200)
+        #expect(fixture.node.status().records == 0)
+    }
+
     @Test("the node's time for API clients")
     func time() throws {
         let fixture = try APIFixture()
