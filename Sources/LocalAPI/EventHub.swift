@@ -36,6 +36,10 @@ final class EventHub {
         /// their size; nil once it is written.
         var backlog: [[UInt8]]?
         var backlogBytes = 0
+        /// Children of the location the listener takes (`only=a,b`, lanchat's own parameter):
+        /// the web chat follows a conversation's typing flags and receipts in one stream without
+        /// its messages (a browser holds at most 6 connections to a host). Nil: the whole location.
+        var only: Set<String>? = nil
     }
     private var observer: Int?
     private var liveObserver: Int?
@@ -95,9 +99,9 @@ final class EventHub {
 
     /// Answers the stream request and sends the initial snapshot, atomically on the node's queue:
     /// no write can fall between the snapshot and the registration.
-    func add(_ connection: TCPConnection, path: Path, query: FirebaseQuery? = nil, version: HTTPVersion) {
+    func add(_ connection: TCPConnection, path: Path, query: FirebaseQuery? = nil, only: Set<String>? = nil, version: HTTPVersion) {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        let snapshot = query != nil ? nil
+        let snapshot = query != nil || only != nil ? nil
             : try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
         var read: StreamedRead?
         if let snapshot {
@@ -123,11 +127,11 @@ final class EventHub {
             addStreaming(connection, path: path, read: read, chunked: chunked)
             return
         }
-        let value = self.read(path, query)
+        let value = only.map { readChildren(path, $0) } ?? self.read(path, query)
         connection.write(EventHub.frame("put", .object(["path": "/", "data": value]), chunked: chunked))
         let listener = Listener(connection: connection, path: path,
                                 maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes, chunked: chunked,
-                                query: query, window: EventHub.keys(of: value))
+                                query: query, window: EventHub.keys(of: value), only: only)
         listeners[ObjectIdentifier(connection)] = listener
     }
 
@@ -200,6 +204,18 @@ final class EventHub {
         return query == nil && LivePaths.touches(path) ? node.valueWithLiveOnQueue(stored, at: path) : stored
     }
 
+    /// The children named in `only` of the location at `path`, each read alone (a
+    /// conversation's messages are never read for its typing flags).
+    private func readChildren(_ path: Path, _ only: Set<String>) -> JSONValue {
+        var kept: [String: JSONValue] = [:]
+        for key in only {
+            guard let child = try? path.appending(key) else { continue }
+            let value = read(child, nil)
+            if value != .null { kept[key] = value }
+        }
+        return kept.isEmpty ? .null : .object(kept)
+    }
+
     /// The children of a window, or nil when it is not an object.
     static func keys(of window: JSONValue) -> Set<String>? {
         guard case let .object(members) = window else { return nil }
@@ -254,9 +270,17 @@ final class EventHub {
                 // Closed (too slow) while these events went out.
                 guard listeners[id] != nil else { break }
                 if let relative = changed.relative(to: listener.path) {
+                    if let only = listener.only {
+                        guard let first = relative.segments.first else {
+                            send("put", .object(["path": "/", "data": readChildren(listener.path, only)]), to: listener)
+                            continue
+                        }
+                        guard only.contains(first) else { continue }
+                    }
                     send("put", .object(["path": .string(relative.description), "data": value(changed)]), to: listener)
                 } else if changed.isAncestor(of: listener.path) {
-                    send("put", .object(["path": "/", "data": value(listener.path)]), to: listener)
+                    let whole = listener.only.map { readChildren(listener.path, $0) } ?? value(listener.path)
+                    send("put", .object(["path": "/", "data": whole]), to: listener)
                 }
             }
         }
