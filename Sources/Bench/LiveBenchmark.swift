@@ -26,7 +26,7 @@ enum LiveBenchmark {
         }
         let path = try Path(segments: ["conversations", "general", "typingIndicator", a.node.userID])
         let seen = DispatchSemaphore(value: 0)
-        let token = b.node.addLiveObserver { paths in if paths.contains(path) { seen.signal() } }
+        let token = b.node.addLiveObserver { paths, _ in if paths.contains(path) { seen.signal() } }
         defer { b.node.removeLiveObserver(token) }
         log("\(flips) typing flips A -> B")
         var latencies = [Double]()

@@ -70,7 +70,7 @@ final class EventHub {
         let readyBox = UncheckedSendable(ready)
         DispatchQueue.global().async {
             let token = hub.value.node.addObserver { records in hub.value.recordsAdded(records) }
-            let liveToken = hub.value.node.addLiveObserver { paths in hub.value.liveChanged(paths) }
+            let liveToken = hub.value.node.addLiveObserver { paths, readMarks in hub.value.liveChanged(paths, readMarksMoved: readMarks) }
             hub.value.node.queue.async {
                 guard !hub.value.closed else {
                     hub.value.node.removeObserver(token)
@@ -246,13 +246,11 @@ final class EventHub {
     }
 
     /// Live values or presence changed at `paths` (NodeLive.swift): events as for records.
-    /// A receipt of the node's own user (from another of its nodes) may move a read mark, so
-    /// its conversation's summary goes out again too.
-    func liveChanged(_ paths: [Path]) {
+    /// A receipt of the node's own user from another of its nodes moved the read marks of
+    /// `readMarksMoved`, so those conversations' summaries go out again too.
+    func liveChanged(_ paths: [Path], readMarksMoved: [String] = []) {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        for path in paths where LivePaths.classify(path)?.kind == .receipt && path.segments[3] == node.userID {
-            conversations.changed(path.segments[1])
-        }
+        for conversation in readMarksMoved { conversations.changed(conversation) }
         guard !listeners.isEmpty else { return }
         var cache: [Path: JSONValue] = [:]
         func value(_ path: Path) -> JSONValue {
@@ -269,6 +267,8 @@ final class EventHub {
             for changed in changes {
                 // Closed (too slow) while these events went out.
                 guard listeners[id] != nil else { break }
+                // Presence shows only to those who listen to it (`Node.valueWithLiveOnQueue`).
+                if LivePaths.isPresence(changed) && !LivePaths.isPresence(listener.path) { continue }
                 if let relative = changed.relative(to: listener.path) {
                     if let only = listener.only {
                         guard let first = relative.segments.first else {

@@ -85,7 +85,7 @@ public final class Node: @unchecked Sendable {
     var live = LiveTable()
     /// The version of this node's latest live value.
     var liveVersion: UInt64 = 0
-    var liveObservers: [Int: ([Path]) -> Void] = [:]
+    var liveObservers: [Int: ([Path], [String]) -> Void] = [:]
     /// Receipts and last-seen times kept across restarts; nil if its file cannot be opened.
     let liveStore: LiveStore?
     /// Receipts changed since they were last written to `liveStore`, by path.

@@ -47,10 +47,10 @@ extension Node {
         switch live.offer(signed, instanceLive: true, now: monotonicSeconds()) {
         case let .refused(why): throw LiveWriteError.refused(why)
         case let .changed(changed):
-            liveTaken(signed)
+            liveTaken(signed, local: true)
             notifyLive([changed] + presencePaths(for: signed))
         case .unchanged:
-            liveTaken(signed)
+            liveTaken(signed, local: true)
         }
         sendLive([signed.encoded()])
     }
@@ -78,6 +78,7 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         var changed = [Path]()
         var relay = [[UInt8]]()
+        var readMarks = [String]()
         let now = monotonicSeconds()
         for encoding in encodings {
             guard let value = try? LiveValue.decode(encoding), value.author != identity.publicKey || value.instance != instance,
@@ -88,10 +89,10 @@ extension Node {
             case let .changed(path):
                 changed.append(path)
                 changed += presencePaths(for: value)
-                liveTaken(value)
+                if let moved = liveTaken(value) { readMarks.append(moved) }
                 if LivePaths.classify(value.path)?.kind == .receipt { relay.append(encoding) }
             case .unchanged:
-                liveTaken(value)
+                if let moved = liveTaken(value) { readMarks.append(moved) }
             case .refused:
                 break
             }
@@ -101,18 +102,20 @@ extension Node {
         if !relay.isEmpty {
             for other in sessions.values where other.established && other !== slot { perform(other.machine.sendLive(relay), on: other) }
         }
-        notifyLive(changed)
+        notifyLive(changed, readMarksMoved: readMarks)
     }
 
     /// After a value was taken: a receipt is kept on disk (within a second), and one of this
-    /// node's own user, from another of its nodes, moves the local read mark.
-    private func liveTaken(_ value: LiveValue) {
-        guard LivePaths.classify(value.path)?.kind == .receipt else { return }
+    /// node's own user from another of its nodes moves the local read mark; returns the
+    /// conversation whose read mark moved.
+    @discardableResult
+    private func liveTaken(_ value: LiveValue, local: Bool = false) -> String? {
+        guard LivePaths.classify(value.path)?.kind == .receipt else { return nil }
         receiptsToKeep.insert(value.path)
-        if value.author == identity.publicKey, case let .string(key) = value.value,
-           let conversation = value.path.segments.dropFirst().first {
-            _ = try? store.markRead(conversation, upTo: key)
-        }
+        guard !local, value.author == identity.publicKey, case let .string(key) = value.value,
+              let conversation = value.path.segments.dropFirst().first,
+              (try? store.markRead(conversation, upTo: key)) == true else { return nil }
+        return conversation
     }
 
     /// Whether `author`'s node, as `instance`, is live here (see the extension's comment).
@@ -266,9 +269,10 @@ extension Node {
         for (user, millis) in seen { lastSeenKept[user] = max(lastSeenKept[user] ?? 0, millis) }
     }
 
-    /// Calls `observer` on the node's queue with the paths where live values or presence changed.
+    /// Calls `observer` on the node's queue with the paths where live values or presence changed,
+    /// and the conversations whose read mark a receipt from another of the user's nodes moved.
     @discardableResult
-    public func addLiveObserver(_ observer: @escaping ([Path]) -> Void) -> Int {
+    public func addLiveObserver(_ observer: @escaping ([Path], [String]) -> Void) -> Int {
         queue.sync {
             nextObserverID += 1
             liveObservers[nextObserverID] = observer
@@ -280,11 +284,11 @@ extension Node {
         world.scheduler.async(on: queue) { [self] in liveObservers.removeValue(forKey: token) }
     }
 
-    func notifyLive(_ paths: [Path]) {
-        guard !paths.isEmpty else { return }
+    func notifyLive(_ paths: [Path], readMarksMoved: [String] = []) {
+        guard !paths.isEmpty || !readMarksMoved.isEmpty else { return }
         var seen = Set<Path>()
         let unique = paths.filter { seen.insert($0).inserted }
-        for observer in liveObservers.values { observer(unique) }
+        for observer in liveObservers.values { observer(unique, readMarksMoved) }
     }
 
     /// Everything the live layer shows over the tree: typing flags, statuses, receipts, presence.
@@ -294,8 +298,12 @@ extension Node {
     }
 
     /// The value at `path` as the API shows it: the stored tree with the live layer over it.
+    /// Presence, derived rather than written, shows only to reads at or below `/presence`: a
+    /// read of `/` is the data (an empty database still reads as null).
     public func valueWithLiveOnQueue(_ base: JSONValue, at path: Path) -> JSONValue {
-        LivePaths.overlay(base, at: path, entries: liveEntriesOnQueue())
+        dispatchPrecondition(condition: .onQueue(queue))
+        let entries = LivePaths.isPresence(path) ? presenceEntriesOnQueue() : live.entries
+        return LivePaths.overlay(base, at: path, entries: entries)
     }
 
     /// Counts for tests and status: live values (typing and status) held, and receipts.
