@@ -80,6 +80,7 @@ extension Node {
         for (author, peer) in discovered where now - peer.lastSeen > limit {
             discovered.removeValue(forKey: author)
             sweepLive()
+            notifyLive([presencePath(author.userID)])
             log("lost \(describe(author)): no beacon for \(Node.secondsText(limit))")
         }
     }

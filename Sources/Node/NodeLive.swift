@@ -148,10 +148,6 @@ extension Node {
             changed += live.forget(author)
             changed.append(presencePath(author.userID))
         }
-        for author in lastHeard.keys where !isLive(author) && lastSeenKept[author.userID] != Int64(lastHeard[author] ?? 0) {
-            lastSeenKept[author.userID] = Int64(lastHeard[author] ?? 0)
-            changed.append(presencePath(author.userID))
-        }
         notifyLive(changed)
     }
 
@@ -263,8 +259,13 @@ extension Node {
             }
         }
         receiptsToKeep.removeAll()
+        // A live peer's time is written every 30 s, a lost one's at once: a crash of this node
+        // loses at most 30 s of a last seen, and a second costs no write when nothing was lost.
         var seen = [String: Int64]()
-        for (author, millis) in lastHeard where seen.count < LiveStore.maxLastSeen { seen[author.userID] = Int64(millis) }
+        for (author, millis) in lastHeard where seen.count < LiveStore.maxLastSeen {
+            let kept = lastSeenKept[author.userID] ?? 0
+            if Int64(millis) > kept && (Int64(millis) - kept >= 30_000 || !isLive(author)) { seen[author.userID] = Int64(millis) }
+        }
         try? liveStore.putLastSeen(seen)
         for (user, millis) in seen { lastSeenKept[user] = max(lastSeenKept[user] ?? 0, millis) }
     }

@@ -189,6 +189,7 @@ extension Node {
         if let peer = slot.peer, !sessions.values.contains(where: { $0.peer == peer }) {
             clockLead.removeValue(forKey: peer)
             sweepLive()
+            notifyLive([presencePath(peer.userID)])
         }
     }
 
