@@ -54,6 +54,7 @@ enum LiveBenchmark {
         let beaconRate = Double(beacon) / 2
         return BenchSection(name: "live", lines: [
             "## Live state", "",
+            "Run \(ISO8601DateFormatter().string(from: Date())), \(ProcessInfo.processInfo.activeProcessorCount) cores (shared), a \(buildMode) build.",
             "Two nodes on loopback that found each other by beacons; A sets and clears its typing flag \(flips) times through",
             "the node (`setLive`, what the local API's PUT does), each time waiting until B's tree shows it.", "",
             "| figure | value | ceiling (same run) | ratio |",
@@ -69,6 +70,12 @@ enum LiveBenchmark {
             "the ceiling is a bare datagram between two sockets on the same machine, half a round trip.",
         ])
     }
+
+    #if DEBUG
+    static let buildMode = "debug"
+    #else
+    static let buildMode = "release"
+    #endif
 
     struct Ceiling { let median: Double; let p99: Double }
 

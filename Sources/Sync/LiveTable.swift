@@ -23,6 +23,9 @@ public struct LiveTable: Sendable {
         public var receiptsPerAuthor = 2_000
         /// Read receipts in all.
         public var receipts = 65_536
+        /// New receipts taken from one author per second, on average (a token bucket whose burst
+        /// is `receiptsPerAuthor`, so a new session's bulk of them passes whole).
+        public var receiptRatePerSecond = 20.0
 
         public init() {}
     }
@@ -50,6 +53,8 @@ public struct LiveTable: Sendable {
     /// Read receipts by their path (`/conversations/$cid/readReceipts/$uid`).
     public private(set) var receipts: [Path: LiveValue] = [:]
     private var receiptsByAuthor: [PublicKey: Int] = [:]
+    /// Token buckets of the authors holding receipts: (tokens, when refilled).
+    private var receiptBuckets: [PublicKey: (tokens: Double, refilled: Double)] = [:]
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
@@ -61,16 +66,23 @@ public struct LiveTable: Sendable {
         guard owner == value.author.userID else { return .refused("\(value.author.userID) may not write \(value.path)") }
         switch kind {
         case .receipt:
-            return offerReceipt(value)
+            return offerReceipt(value, now: now)
         case .typing, .status:
             guard instanceLive else { return .refused("its node is not live") }
             return offerEphemeral(value, now: now)
         }
     }
 
-    private mutating func offerReceipt(_ value: LiveValue) -> Outcome {
+    private mutating func offerReceipt(_ value: LiveValue, now: Double) -> Outcome {
+        let burst = Double(limits.receiptsPerAuthor)
+        var bucket = receiptBuckets[value.author] ?? (burst, now)
+        bucket.tokens = min(burst, bucket.tokens + (now - bucket.refilled) * limits.receiptRatePerSecond)
+        bucket.refilled = now
         if let held = receipts[value.path] {
             guard value.version > held.version else { return .refused("not newer than the receipt held") }
+            guard bucket.tokens >= 1 else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
+            bucket.tokens -= 1
+            receiptBuckets[value.author] = bucket
             receipts[value.path] = value
             if value.value == .null { drop(receiptAt: value.path) }
             return held.value == value.value ? .unchanged : .changed(value.path)
@@ -80,6 +92,9 @@ public struct LiveTable: Sendable {
         guard receiptsByAuthor[value.author, default: 0] < limits.receiptsPerAuthor else {
             return .refused("\(limits.receiptsPerAuthor) receipts held of this author")
         }
+        guard bucket.tokens >= 1 else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
+        bucket.tokens -= 1
+        receiptBuckets[value.author] = bucket
         receipts[value.path] = value
         receiptsByAuthor[value.author, default: 0] += 1
         return .changed(value.path)
@@ -88,7 +103,10 @@ public struct LiveTable: Sendable {
     private mutating func drop(receiptAt path: Path) {
         guard let held = receipts.removeValue(forKey: path) else { return }
         receiptsByAuthor[held.author, default: 1] -= 1
-        if receiptsByAuthor[held.author] == 0 { receiptsByAuthor.removeValue(forKey: held.author) }
+        if receiptsByAuthor[held.author] == 0 {
+            receiptsByAuthor.removeValue(forKey: held.author)
+            receiptBuckets.removeValue(forKey: held.author)
+        }
     }
 
     private mutating func offerEphemeral(_ value: LiveValue, now: Double) -> Outcome {

@@ -67,6 +67,7 @@ enum LimitCoverage {
         .init(.protocolTable, "typing and status values held", ["SyncTests/LiveTableTests.valuesHeld"]),
         .init(.protocolTable, "live values taken from one author", ["SyncTests/LiveTableTests.rate"]),
         .init(.protocolTable, "read receipts held", ["SyncTests/LiveTableTests.receiptsHeld", "LocalAPITests/LiveStateTests.receiptsConverge"]),
+        .init(.protocolTable, "receipts taken from one author", ["SyncTests/LiveTableTests.receiptRate"]),
         .init(.protocolTable, "away", ["LocalAPITests/LiveStateTests.presence"]),
     ]
 
@@ -115,6 +116,8 @@ enum LimitCoverage {
 
     /// Quantities in the README's prose that are not limits of a node or its API.
     static let readmeNotLimits = [
+        // A browser's limit, not lanchat's: why the web chat streams a conversation's live state once.
+        "at most 6 connections to one address",
         "5 s in the test command",
         "A real 2 MiB tmpfs",
         // "Memory and storage at scale" says where memory goes, with its sizes.

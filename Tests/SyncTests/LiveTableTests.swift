@@ -114,4 +114,22 @@ struct LiveTableTests {
         #expect(table.offer(try Self.receipt(bob, "c2", version: 1), instanceLive: false, now: 0) == .refused("5 receipts held"))
         #expect(table.receipts.count == 5)
     }
+
+    @Test("receipts taken from one author: a burst of one per conversation held, then the rate")
+    func receiptRate() throws {
+        var limits = LiveTable.Limits()
+        limits.receiptsPerAuthor = 10
+        var table = LiveTable(limits: limits)
+        let alice = PrivateKey()
+        var version: UInt64 = 0
+        func next(_ conversation: String, at now: Double) throws -> LiveTable.Outcome {
+            version += 1
+            return table.offer(try Self.receipt(alice, conversation, version: version, "-O\(version)"), instanceLive: false, now: now)
+        }
+        for i in 0..<10 { #expect(try next("c\(i)", at: 0) != .refused("more than 20 receipts a second")) }
+        #expect(try next("c0", at: 0) == .refused("more than 20 receipts a second"))
+        // Half a second later: 10 more, then none.
+        for _ in 0..<10 { #expect(try next("c1", at: 0.5) != .refused("more than 20 receipts a second")) }
+        #expect(try next("c1", at: 0.5) == .refused("more than 20 receipts a second"))
+    }
 }
