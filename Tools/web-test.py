@@ -324,6 +324,31 @@ def main():
             assert order == ["Xin chào Bích!", "photo"], order
             b.save_screenshot(os.path.join(artifacts, "conversation.png"))
 
+        @check("B has read A's messages: A's page shows both seen (two ticks) and B online")
+        def _():
+            wait(a, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages li.mine .ticks.seen")) == 2, message="seen ticks on A")
+            assert js(a, "return document.querySelector('#messages li.mine .ticks.seen').textContent") == "\u2713\u2713"
+            wait(a, lambda d: "online" in d.find_element(By.ID, "conversation-presence").get_attribute("class"), message="B online")
+            assert a.find_element(By.ID, "presence-text").text == "online"
+
+        @check("A types: B's page shows 'Alice Smith is typing...' at once; it clears when A stops")
+        def _():
+            box = a.find_element(By.ID, "composer-text")
+            js(b, "window.__typingSeen = null; const line = document.getElementById('typing-line');"
+                  "new MutationObserver(() => { if (line.textContent && window.__typingSeen === null) window.__typingSeen = performance.now(); })"
+                  ".observe(line, {childList: true, characterData: true, subtree: true});")
+            start = time.monotonic()
+            box.send_keys("Đang gõ")
+            wait(b, lambda d: d.find_element(By.ID, "typing-line").text == "Alice Smith is typing...", message="typing line on B")
+            print(f"     typing line on B {1000 * (time.monotonic() - start):.0f} ms after the keystroke (through two WebDriver round trips)")
+            b.save_screenshot(os.path.join(artifacts, "typing.png"))
+            box.send_keys(Keys.CONTROL, "a")
+            box.send_keys(Keys.DELETE)
+            wait(b, lambda d: d.find_element(By.ID, "typing-line").text == "", seconds=10, message="typing line cleared")
+            out = subprocess.run([args.lanchat, "get", "--data", data_b, f"/conversations/{direct}/typingIndicator"],
+                                 check=True, capture_output=True, text=True).stdout.strip()
+            assert out == "null", f"a typing flag became a record: {out}"
+
         @check("stored message: sender is the node's user, photo under gs://lanchat/images/")
         def _():
             out = subprocess.run([args.lanchat, "get", "--data", data_b, f"/conversations/{direct}/messages"],
@@ -347,11 +372,19 @@ def main():
             assert "Chào Alice" in item, item
             a.save_screenshot(os.path.join(artifacts, "conversations.png"))
 
+        @check("the tab's title carries the unread count; notifications wait to be asked for")
+        def _():
+            wait(a, lambda d: d.title.startswith("(1) "), message="title with the unread count")
+            permission = js(a, "return 'Notification' in window ? Notification.permission : 'none'")
+            shown = a.find_element(By.ID, "notify-button").is_displayed()
+            assert shown == (permission == "default"), (permission, shown)
+
         @check("opening the conversation clears the unread count")
         def _():
             a.find_element(By.CSS_SELECTOR, f"#conversation-list li[data-id='{direct}'] button").click()
             wait(a, lambda d: "Chào Alice, nice photo" in message_texts(d), message="reply shown")
             wait(a, lambda d: not d.find_elements(By.CSS_SELECTOR, "#conversation-list .badge"), message="badge gone")
+            wait(a, lambda d: not d.title.startswith("("), message="title without a count")
 
         @check("A edits the profile: name and a round picture")
         def _():

@@ -11,6 +11,7 @@ public enum BenchMain {
         "mesh": MeshBenchmark.run,
         "images": ImageBenchmark.run,
         "scale": ScaleBenchmark.run,
+        "live": LiveBenchmark.run,
     ]
 
     public static func run() {

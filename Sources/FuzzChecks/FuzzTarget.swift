@@ -18,6 +18,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case datagram
     case frames
     case sessionMessage = "session-message"
+    case liveValue = "live-value"
     case negentropyResponder = "negentropy-responder"
     case negentropyInitiator = "negentropy-initiator"
     case noiseResponder = "noise-responder"
@@ -37,6 +38,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .datagram: try WireChecks.datagram(input)
         case .frames: try WireChecks.frames(input)
         case .sessionMessage: try WireChecks.sessionMessage(input)
+        case .liveValue: try WireChecks.liveValue(input)
         case .negentropyResponder: try NegentropyChecks.responder(input)
         case .negentropyInitiator: try NegentropyChecks.initiator(input)
         case .noiseResponder: try NoiseChecks.responder(input)

@@ -182,6 +182,8 @@ public enum PeerSessionChecks {
             case let .received(records):
                 try require(peer.established, t, "records reported before the session was established")
                 try require(!records.isEmpty, t, "an empty records report")
+            case .liveReceived:
+                try require(peer.established, t, "live values reported before the session was established")
             case .chunkReceived, .chunksMissing:
                 try require(peer.established, t, "chunk events before the session was established")
             case .roundComplete:
@@ -228,7 +230,7 @@ public enum PeerSessionChecks {
                 case let .chunk(hash, bytes):
                     try require(source.chunks[hash] == bytes, t, "the session sent a chunk it does not hold")
                     try require(peer.chunksSent.insert(hash).inserted, t, "one request made the session send a chunk twice")
-                case .hello, .want, .wantChunks, .noChunks:
+                case .hello, .want, .wantChunks, .noChunks, .live:
                     break
                 }
             }

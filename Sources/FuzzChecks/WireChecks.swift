@@ -208,6 +208,8 @@ public enum WireChecks {
                                    .unsigned(b.recordCount), .bytes(b.fingerprint)]))
         case let .push(record):
             expected = (2, .array([.unsigned(2), .bytes(record)]))
+        case let .live(value):
+            expected = (3, .array([.unsigned(3), .bytes(value)]))
         }
         try require(expected.0 == type, t, "type byte \(type) decoded as another type")
         try require(expected.1.encoded() == plaintext, t, "accepted plaintext re-encodes differently: \(hex(plaintext))")
@@ -252,6 +254,18 @@ public enum WireChecks {
         for frame in frames { try sessionMessage(frame, target: t) }
     }
 
+    /// One signed live value (§7): accepted bytes are canonical (they re-encode to themselves),
+    /// within the size limits, and signed by their author over exactly these fields.
+    static func liveValue(_ input: [UInt8]) throws(FuzzViolation) {
+        let t = FuzzTarget.liveValue
+        guard let value = try? LiveValue.decode(input) else { return }
+        try require(value.encoded() == input, t, "accepted live value re-encodes differently: \(hex(value.encoded()))")
+        try require(input.count <= LiveValue.maxEncodedBytes, t, "a live value of \(input.count) bytes accepted")
+        try require(value.valueBytes.count <= LiveValue.maxValueBytes && value.path.description.utf8.count <= LiveValue.maxPathBytes, t,
+                    "a live value beyond its path or value limit accepted")
+        try require(value.instance.count == 8, t, "an instance of \(value.instance.count) bytes accepted")
+    }
+
     /// One session message: accepted bytes re-encode to themselves, within §8.2's limits.
     static func sessionMessage(_ input: [UInt8]) throws(FuzzViolation) {
         try sessionMessage(input, target: .sessionMessage)
@@ -271,6 +285,8 @@ public enum WireChecks {
             try require(hashes.count <= SessionMessage.maxChunkHashes, t, "\(hashes.count) chunk hashes accepted")
         case let .chunk(_, bytes):
             try require(!bytes.isEmpty && bytes.count <= SessionMessage.maxChunkBytes, t, "a chunk of \(bytes.count) bytes accepted")
+        case let .live(values):
+            try require(values.count <= SessionMessage.maxLiveValues, t, "\(values.count) live values accepted")
         case .reconcile, .reconcileReply, .records:
             break
         }

@@ -276,12 +276,16 @@ final class APIConnection {
                     return
                 }
                 streaming = true
-                server.events.add(connection, path: path, query: query, version: request.version)
+                let only = request.queryValue("only").map { Set($0.split(separator: ",").map(String.init)) }
+                server.events.add(connection, path: path, query: query, only: only, version: request.version)
             case let .refused(response):
                 send(response, keepAlive: request.keepAlive)
             }
             return
         }
+        // A request (not a stream left open, nor a look at presence, which pages poll) is the
+        // user at work: not away (Protocol.md §5.7).
+        if request.path.first != LivePaths.presenceRoot { server.node.noteLocalActivityOnQueue() }
         if streamLargeRead(request) { return }
         let response = Router.handle(request, server: server)
         send(response, keepAlive: request.keepAlive)

@@ -36,10 +36,15 @@ final class EventHub {
         /// their size; nil once it is written.
         var backlog: [[UInt8]]?
         var backlogBytes = 0
+        /// Children of the location the listener takes (`only=a,b`, lanchat's own parameter):
+        /// the web chat follows a conversation's typing flags and receipts in one stream without
+        /// its messages (a browser holds at most 6 connections to a host). Nil: the whole location.
+        var only: Set<String>? = nil
     }
     /// Others told of every batch of changed paths (the Realtime Database sessions), by owner.
     private var watchers: [ObjectIdentifier: ([Path]) -> Void] = [:]
     private var observer: Int?
+    private var liveObserver: Int?
     private var keepAlive: RepeatingTimer?
     private var closed = false
 
@@ -67,12 +72,15 @@ final class EventHub {
         let readyBox = UncheckedSendable(ready)
         DispatchQueue.global().async {
             let token = hub.value.node.addObserver { records in hub.value.recordsAdded(records) }
+            let liveToken = hub.value.node.addLiveObserver { paths, readMarks in hub.value.liveChanged(paths, readMarksMoved: readMarks) }
             hub.value.node.queue.async {
                 guard !hub.value.closed else {
                     hub.value.node.removeObserver(token)
+                    hub.value.node.removeLiveObserver(liveToken)
                     return
                 }
                 hub.value.observer = token
+                hub.value.liveObserver = liveToken
                 readyBox.value()
             }
         }
@@ -86,6 +94,7 @@ final class EventHub {
         keepAlive?.cancel()
         if let observer { node.removeObserver(observer) }
         watchers.removeAll()
+        if let liveObserver { node.removeLiveObserver(liveObserver) }
         for listener in listeners.values { listener.connection.close() }
         listeners.removeAll()
         conversations.close()
@@ -93,9 +102,9 @@ final class EventHub {
 
     /// Answers the stream request and sends the initial snapshot, atomically on the node's queue:
     /// no write can fall between the snapshot and the registration.
-    func add(_ connection: TCPConnection, path: Path, query: FirebaseQuery? = nil, version: HTTPVersion) {
+    func add(_ connection: TCPConnection, path: Path, query: FirebaseQuery? = nil, only: Set<String>? = nil, version: HTTPVersion) {
         dispatchPrecondition(condition: .onQueue(node.queue))
-        let snapshot = query != nil ? nil
+        let snapshot = query != nil || only != nil ? nil
             : try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
         var read: StreamedRead?
         if let snapshot {
@@ -121,11 +130,11 @@ final class EventHub {
             addStreaming(connection, path: path, read: read, chunked: chunked)
             return
         }
-        let value = self.read(path, query)
+        let value = only.map { readChildren(path, $0) } ?? self.read(path, query)
         connection.write(EventHub.frame("put", .object(["path": "/", "data": value]), chunked: chunked))
         let listener = Listener(connection: connection, path: path,
                                 maxPending: EventHub.maxPendingBytes + connection.pendingWriteBytes, chunked: chunked,
-                                query: query, window: EventHub.keys(of: value))
+                                query: query, window: EventHub.keys(of: value), only: only)
         listeners[ObjectIdentifier(connection)] = listener
     }
 
@@ -203,9 +212,22 @@ final class EventHub {
 
     /// The value a listener sees at `path`: the location's, or its query's window.
     private func read(_ path: Path, _ query: FirebaseQuery?) -> JSONValue {
-        (try? node.withStoreOnQueue { store, _ in
+        let stored = (try? node.withStoreOnQueue { store, _ in
             if let query { try store.query(query, at: path) } else { try store.value(at: path) }
         }) ?? .null
+        return query == nil && LivePaths.touches(path) ? node.valueWithLiveOnQueue(stored, at: path) : stored
+    }
+
+    /// The children named in `only` of the location at `path`, each read alone (a
+    /// conversation's messages are never read for its typing flags).
+    private func readChildren(_ path: Path, _ only: Set<String>) -> JSONValue {
+        var kept: [String: JSONValue] = [:]
+        for key in only {
+            guard let child = try? path.appending(key) else { continue }
+            let value = read(child, nil)
+            if value != .null { kept[key] = value }
+        }
+        return kept.isEmpty ? .null : .object(kept)
     }
 
     /// The children of a window, or nil when it is not an object.
@@ -234,6 +256,28 @@ final class EventHub {
             guard case let .write(pairs) = record.body else { continue }
             for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
         }
+        send(changes, value: value)
+    }
+
+    /// Live values or presence changed at `paths` (NodeLive.swift): events as for records.
+    /// A receipt of the node's own user from another of its nodes moved the read marks of
+    /// `readMarksMoved`, so those conversations' summaries go out again too.
+    func liveChanged(_ paths: [Path], readMarksMoved: [String] = []) {
+        dispatchPrecondition(condition: .onQueue(node.queue))
+        for conversation in readMarksMoved { conversations.changed(conversation) }
+        guard !listeners.isEmpty || !watchers.isEmpty else { return }
+        var cache: [Path: JSONValue] = [:]
+        func value(_ path: Path) -> JSONValue {
+            if let cached = cache[path] { return cached }
+            let v = read(path, nil)
+            cache[path] = v
+            return v
+        }
+        send(paths, value: value)
+    }
+
+    /// Tells the watchers, then the listeners, of changes at `changes`.
+    private func send(_ changes: [Path], value: (Path) -> JSONValue) {
         if !changes.isEmpty {
             for watcher in Array(watchers.values) { watcher(changes) }
         }
@@ -241,10 +285,20 @@ final class EventHub {
             for changed in changes {
                 // Closed (too slow) while these events went out.
                 guard listeners[id] != nil else { break }
+                // Presence shows only to those who listen to it (`Node.valueWithLiveOnQueue`).
+                if LivePaths.isPresence(changed) && !LivePaths.isPresence(listener.path) { continue }
                 if let relative = changed.relative(to: listener.path) {
+                    if let only = listener.only {
+                        guard let first = relative.segments.first else {
+                            send("put", .object(["path": "/", "data": readChildren(listener.path, only)]), to: listener)
+                            continue
+                        }
+                        guard only.contains(first) else { continue }
+                    }
                     send("put", .object(["path": .string(relative.description), "data": value(changed)]), to: listener)
                 } else if changed.isAncestor(of: listener.path) {
-                    send("put", .object(["path": "/", "data": value(listener.path)]), to: listener)
+                    let whole = listener.only.map { readChildren(listener.path, $0) } ?? value(listener.path)
+                    send("put", .object(["path": "/", "data": whole]), to: listener)
                 }
             }
         }

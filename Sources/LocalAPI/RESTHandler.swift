@@ -58,6 +58,12 @@ struct RESTHandler {
             return APIResponse.error(400, "\(error)")
         } catch let error as BadRequest {
             return APIResponse.error(400, error.message)
+        } catch let error as Node.LiveWriteError {
+            switch error {
+            case .permissionDenied: return APIResponse.error(403, "Permission denied")
+            case let .refused(why) where why.hasPrefix("more than"): return APIResponse.error(429, why)
+            case let .refused(why): return APIResponse.error(400, why)
+            }
         } catch {
             // A failure of the node itself (the store), not of the request.
             return APIResponse.failure(error)
@@ -66,6 +72,7 @@ struct RESTHandler {
 
     struct BadRequest: Error { let message: String }
 
+    /// The value at `path` as clients see it (`TreeAccess.value(at:)`).
     private func current(_ path: Path) throws -> JSONValue {
         try TreeAccess(node: node).value(at: path)
     }
@@ -131,7 +138,7 @@ struct RESTHandler {
     private func put(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         let value = try body(request)
         if let failed = try precondition(path, request) { return failed }
-        try write { store, key, now in try store.set(path, to: value, signer: key, nowMillis: now) }
+        try TreeAccess(node: node).set(path, to: value)
         let now = try current(path)
         return try written(path, request, now, location: now)
     }
@@ -140,12 +147,13 @@ struct RESTHandler {
         let value = try body(request)
         guard case .object = value else { throw BadRequest(message: "Invalid data; the body of a PATCH must be an object.") }
         if let failed = try precondition(path, request) { return failed }
-        try write { store, key, now in try store.update(path, with: value, signer: key, nowMillis: now) }
+        try TreeAccess(node: node).update(path, with: value)
         return try written(path, request, value)
     }
 
     private func post(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         let value = try body(request, default: .string(""))
+        if LivePaths.isLive(path) { throw BadRequest(message: "A live path takes PUT, PATCH and DELETE, not push") }
         var name = ""
         try write { store, key, now in name = try store.push(path, value: value, signer: key, nowMillis: now).key }
         if silent(request) { return APIResponse.noContent() }
@@ -154,7 +162,7 @@ struct RESTHandler {
 
     private func delete(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse {
         if let failed = try precondition(path, request) { return failed }
-        try write { store, key, now in try store.delete(path, signer: key, nowMillis: now) }
+        try TreeAccess(node: node).set(path, to: .null)
         return try written(path, request, .null)
     }
 

@@ -194,6 +194,13 @@ final class RealtimeSession {
                 send(RealtimeReply.failure(number, RealtimeError("permission_denied", "This node's user may not write \(path)")))
             } catch let error as RecordError {
                 send(RealtimeReply.failure(number, .invalidArgs("\(error)")))
+            } catch let error as Node.LiveWriteError {
+                switch error {
+                case .permissionDenied:
+                    send(RealtimeReply.failure(number, RealtimeError("permission_denied", "This node's user may not write there")))
+                case let .refused(why):
+                    send(RealtimeReply.failure(number, .invalidArgs(why)))
+                }
             } catch {
                 // A failure of the node itself (its store, its disk), not of the request.
                 send(RealtimeReply.failure(number, RealtimeError("unavailable", "\(error)")))

@@ -9,6 +9,8 @@ import Tree
 /// `/<path>.json`.
 enum Router {
     static func handle(_ request: HTTPRequest, server: APIServer) -> HTTPResponse {
+        if request.path.first == ".info" { return TimeEndpoints.info(request, node: server.node) }
+        if request.path == [".lanchat", "time"] { return TimeEndpoints.time(request, node: server.node) }
         if request.path.first == ".lanchat" {
             if request.path.count > 1, request.path[1] == "conversations" { return ConversationEndpoints.handle(request, server: server) }
             return NodeEndpoints.handle(request, node: server.node)
@@ -50,6 +52,7 @@ enum NodeEndpoints {
                 if let live = presence[entries[i].uid] {
                     entries[i].online = live.online
                     entries[i].lastSeen = live.lastSeen
+                    entries[i].state = live.state
                 }
             }
             let data = try JSONEncoder().encode(entries)
@@ -124,6 +127,11 @@ enum ConversationEndpoints {
                 if moved, let id = try? Path(segments: ["conversations", rest[0]]).key {
                     server.events.conversations.changed(id)
                 }
+                // Shared as the user's read receipt (Protocol.md §5.7), so the user's other
+                // nodes and the conversation's members see it.
+                if moved, let mark, let path = try? Path(segments: ["conversations", rest[0], "readReceipts", node.userID]) {
+                    try? node.setLive(path, to: .string(mark))
+                }
                 return APIResponse.json(.object(["readKey": mark.map(JSONValue.string) ?? .null]))
             case (_, 0):
                 return APIResponse.error(405, "Method not allowed")
@@ -135,5 +143,40 @@ enum ConversationEndpoints {
         } catch {
             return APIResponse.error(500, "\(error)")
         }
+    }
+}
+
+/// The node's clock for API clients (README, "Time"): record timestamps come from the node's
+/// hybrid logical clock, which runs ahead of the host's wall clock when a peer's does.
+///
+/// - `GET /.info/serverTimeOffset.json`: the node's time minus the client's, in milliseconds, as
+///   Firebase clients read `.info/serverTimeOffset`; the client's time is `?t=MILLIS` (or the
+///   host's clock when absent, for clients on the node's machine).
+/// - `GET /.lanchat/time`: `{"now", "wall", "offset"}`: the node's time, the host's wall clock and
+///   their difference, in Unix milliseconds.
+enum TimeEndpoints {
+    static func nodeMillis(_ node: Node) -> (now: Int64, wall: Int64) {
+        let wall = Int64(node.wallMillis())
+        let hlc = (try? node.withStoreOnQueue { store, _ in Int64(store.lastClock >> 16) }) ?? 0
+        return (max(wall, hlc), wall)
+    }
+
+    static func info(_ request: HTTPRequest, node: Node) -> HTTPResponse {
+        guard request.method == "GET" else { return APIResponse.error(405, "Method not allowed") }
+        guard request.path == [".info", "serverTimeOffset.json"] else { return APIResponse.error(404, "Not found") }
+        let (now, wall) = nodeMillis(node)
+        var client = wall
+        if let text = request.queryValue("t") {
+            guard let t = Int64(text), t >= 0 else { return APIResponse.error(400, "t must be the client's time in Unix milliseconds") }
+            client = t
+        }
+        return APIResponse.json(.number(Double(now - client)))
+    }
+
+    static func time(_ request: HTTPRequest, node: Node) -> HTTPResponse {
+        guard request.method == "GET" else { return APIResponse.error(405, "Method not allowed") }
+        let (now, wall) = nodeMillis(node)
+        return APIResponse.json(.object(["now": .number(Double(now)), "wall": .number(Double(wall)),
+                                         "offset": .number(Double(now - wall))]))
     }
 }

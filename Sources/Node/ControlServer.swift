@@ -45,7 +45,7 @@ final class ControlServer: @unchecked Sendable {
         case "presence":
             var fields = [String]()
             for (uid, live) in node.presenceOnQueue() {
-                fields.append("\"\(uid)\":{\"online\":\(live.online),\"lastSeen\":\(live.lastSeen.map(String.init) ?? "null")}")
+                fields.append("\"\(uid)\":{\"online\":\(live.online),\"lastSeen\":\(live.lastSeen.map(String.init) ?? "null"),\"state\":\"\(live.state)\"}")
             }
             return "{" + fields.joined(separator: ",") + "}"
         case "sync":

@@ -81,6 +81,22 @@ public final class Node: @unchecked Sendable {
     /// One-time login tokens and web sessions of the local API's web app (NodeLogin.swift).
     var login = NodeLoginState()
     public private(set) var listenAddress: SocketAddress
+    /// Live values held: typing flags, statuses, read receipts (NodeLive.swift).
+    var live = LiveTable()
+    /// The version of this node's latest live value.
+    var liveVersion: UInt64 = 0
+    var liveObservers: [Int: ([Path], [String]) -> Void] = [:]
+    /// Receipts and last-seen times kept across restarts; nil if its file cannot be opened.
+    let liveStore: LiveStore?
+    /// Receipts changed since they were last written to `liveStore`, by path.
+    var receiptsToKeep = Set<Path>()
+    /// When each user was last seen, from `liveStore` and since: wall-clock milliseconds.
+    var lastSeenKept: [String: Int64] = [:]
+    /// When the node's user last used the local API (monotonic seconds): idle for
+    /// `config.awayAfterSeconds`, the user is away.
+    var lastLocalActivity: Double = 0
+    /// Whether this node has published its user's `away` status.
+    var awayPublished = false
 
     public var userID: String { identity.publicKey.userID }
 
@@ -97,6 +113,9 @@ public final class Node: @unchecked Sendable {
         recordSet = try RecordSet(store: store)
         handledSequence = try store.lastSequence()
         listenAddress = config.listen
+        live = LiveTable(limits: config.liveLimits)
+        liveStore = try? LiveStore(forStoreAt: store.path)
+        loadLiveState()
     }
 
     /// Binds the sockets and starts the timers. Call from any thread except the node's queue.
@@ -114,6 +133,8 @@ public final class Node: @unchecked Sendable {
             if config.discovery { try startDiscovery() }
             running = true
             timers.append(world.scheduler.every(config.antiEntropyInterval, on: queue) { [self] in antiEntropyTick() })
+            lastLocalActivity = monotonicSeconds()
+            startLiveTimers()
             for peer in config.manualPeers { connect(to: peer, expected: nil, manual: true) }
         }
     }
@@ -122,6 +143,8 @@ public final class Node: @unchecked Sendable {
     public func stop() {
         queue.sync {
             guard running else { return }
+            clearOwnLiveValues()
+            keepLiveState()
             running = false
             for timer in timers { timer.cancel() }
             timers.removeAll()
@@ -161,20 +184,6 @@ public final class Node: @unchecked Sendable {
     /// A snapshot for `lanchat status` and `lanchat peers`.
     public func status() -> NodeStatus {
         queue.sync { statusOnQueue() }
-    }
-
-    /// Who is live now (a connected or discovered peer, or this node's own user) and when each
-    /// known peer was last heard from, by user id: the users directory shows both.
-    public func presenceOnQueue() -> [String: (online: Bool, lastSeen: Int64?)] {
-        dispatchPrecondition(condition: .onQueue(queue))
-        var result = [String: (online: Bool, lastSeen: Int64?)]()
-        for (author, millis) in lastHeard { result[author.userID] = (false, Int64(millis)) }
-        for author in discovered.keys { result[author.userID, default: (false, nil)].online = true }
-        for slot in sessions.values where slot.established {
-            if let peer = slot.peer { result[peer.userID, default: (false, nil)].online = true }
-        }
-        result[userID] = (true, Int64(wallMillis()))
-        return result
     }
 
     /// `status()` for callers on the node's queue (the control channel, the local API).

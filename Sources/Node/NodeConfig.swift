@@ -1,4 +1,5 @@
 import Dispatch
+import Sync
 import Transport
 
 /// How a node runs: addresses, discovery, timers and limits (Protocol.md §9 lists the limits).
@@ -46,6 +47,10 @@ public struct NodeConfig: Sendable {
     /// asked, counted as whole chunks still missing, at each anti-entropy tick: a file larger than
     /// this is fetched only when asked for.
     public var eagerFetchBytes = 256 << 20
+    /// The node's user is away (Protocol.md §5.7) after this long without using the local API.
+    public var awayAfterSeconds: Double = 300
+    /// Bounds on live values (typing flags, statuses, receipts) held of other users.
+    public var liveLimits = LiveTable.Limits()
     /// Where peer events are reported, one line each.
     public var log: @Sendable (String) -> Void = { _ in }
     /// Where peer events are reported with their level; when set, used instead of `log`.

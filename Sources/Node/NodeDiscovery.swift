@@ -52,6 +52,7 @@ extension Node {
                                                    lastSeen: now, recordCount: beacon.recordCount, fingerprint: beacon.fingerprint,
                                                    addressSeen: addressSeen)
         if known == nil || known?.instance != beacon.instance {
+            peerHeardForLive(beacon.author, instance: beacon.instance)
             log("discovered \(describe(beacon.author)) at \(address) (\(beacon.recordCount) records)")
             sendBeacon()  // answer at once, so the newcomer learns of us without waiting
             // A session left from before the peer was lost (a partition, a restart) may be
@@ -63,8 +64,13 @@ extension Node {
         }
         let inSync = beacon.recordCount == UInt64(recordSet.count) && beacon.fingerprint == recordSet.fingerprint
         let hasSession = sessions.values.contains { $0.peer == beacon.author || ($0.outbound && $0.connection.remoteAddress == address) }
+        // A newcomer gets the read receipts held here over a session (Protocol.md §8.2), even
+        // when the record sets agree; then either side may dial (a second session is dropped).
+        let receiptsToShare = (known == nil || known?.instance != beacon.instance) && !live.receipts.isEmpty
         // The smaller identity dials, so two nodes never open two sessions to each other at once.
-        if !inSync && !hasSession && identity.publicKey < beacon.author {
+        if receiptsToShare && !hasSession && !dialing.contains(beacon.author) {
+            connect(to: address, expected: beacon.author, manual: false)
+        } else if !inSync && !hasSession && identity.publicKey < beacon.author {
             connect(to: address, expected: beacon.author, manual: false)
         }
     }
@@ -73,6 +79,8 @@ extension Node {
         let limit = 3 * config.beaconInterval.seconds
         for (author, peer) in discovered where now - peer.lastSeen > limit {
             discovered.removeValue(forKey: author)
+            sweepLive()
+            notifyLive([presencePath(author.userID)])
             log("lost \(describe(author)): no beacon for \(Node.secondsText(limit))")
         }
     }

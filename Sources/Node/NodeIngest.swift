@@ -226,8 +226,15 @@ extension Node {
     /// A sealed datagram on the session port: a pushed record.
     func receiveDatagram(_ bytes: [UInt8], from address: SocketAddress) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !isBanned(address), case let .push(encoding)? = Datagram.open(bytes, key: datagramKey),
-              let record = try? Record.decode(encoding) else { return }
-        store([record], from: nil)
+        guard !isBanned(address), let datagram = Datagram.open(bytes, key: datagramKey) else { return }
+        switch datagram {
+        case let .push(encoding):
+            guard let record = try? Record.decode(encoding) else { return }
+            store([record], from: nil)
+        case let .live(encoding):
+            receiveLive([encoding], on: nil)
+        case .beacon:
+            return
+        }
     }
 }

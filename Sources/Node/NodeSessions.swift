@@ -94,7 +94,7 @@ extension Node {
             switch action {
             case .send:
                 break
-            case let .established(author, _, count, _):
+            case let .established(author, instance, count, _):
                 if isBanned(author) {
                     // It broke the protocol before, maybe from another address: not let back in.
                     if slot.outbound { bans.note(slot.connection.remoteAddress, of: author) }
@@ -113,6 +113,8 @@ extension Node {
                     if drop === slot { return }
                 }
                 log("connected to \(describe(author)) at \(slot.connection.remoteAddress) (\(count) records)")
+                slot.peerInstance = instance
+                sessionEstablishedForLive(slot)
                 fetcher.peerJoined(slot.id)
                 scheduleChunkFetches()
                 if slot.outbound { startRound(on: slot, now: monotonicSeconds()) }
@@ -129,6 +131,8 @@ extension Node {
             case let .chunksMissing(hashes):
                 chunkEvents = true
                 fetcher.missing(hashes, at: slot.id)
+            case let .liveReceived(values):
+                receiveLive(values, on: slot)
             case let .close(reason, misbehaved):
                 close(slot, reason: reason, misbehaved: misbehaved)
                 return
@@ -182,7 +186,11 @@ extension Node {
     private func forget(_ slot: SessionSlot) {
         sessions.removeValue(forKey: slot.id)
         fetcher.peerLeft(slot.id)
-        if let peer = slot.peer, !sessions.values.contains(where: { $0.peer == peer }) { clockLead.removeValue(forKey: peer) }
+        if let peer = slot.peer, !sessions.values.contains(where: { $0.peer == peer }) {
+            clockLead.removeValue(forKey: peer)
+            sweepLive()
+            notifyLive([presencePath(peer.userID)])
+        }
     }
 
     /// Starts a reconciliation round on `slot`, noting when (see `antiEntropyTick`).

@@ -45,6 +45,8 @@ final class SessionSlot: @unchecked Sendable {
     var serving = false
     /// Batches of received records being verified or waiting to be stored.
     var batchesInFlight = 0
+    /// The peer's instance, from its `hello`.
+    var peerInstance: [UInt8]?
     /// The manual peer this session serves, if any.
     var manualAddress: SocketAddress?
     /// Records received on this session so far.

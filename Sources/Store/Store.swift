@@ -16,6 +16,9 @@ public final class Store {
     /// The hybrid logical clock, persisted in `meta` so that restarts never reuse a timestamp
     /// even if the wall clock went backwards.
     var clock: HybridLogicalClock
+
+    /// The newest timestamp this store's clock has given or taken (Protocol.md §3.3).
+    public var lastClock: UInt64 { clock.last }
     /// Makes this process's push ids monotonic even within one millisecond.
     var pushIDs = PushIDGenerator()
     /// Set once the users directory is known to be built (it never becomes unbuilt while a

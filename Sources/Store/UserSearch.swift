@@ -18,6 +18,8 @@ public struct UserEntry: Codable, Sendable, Equatable {
     /// When the user's node was last seen, in Unix milliseconds. Nil from the store; the running
     /// node fills it in from what it has heard.
     public var lastSeen: Int64?
+    /// "online", "away" or "offline" (Protocol.md §5.7); nil from the store, set by the node.
+    public var state: String?
 
     public init(uid: String, name: String, email: String? = nil, platform: String? = nil, picture: String? = nil,
                 online: Bool = false, lastSeen: Int64? = nil) {
@@ -31,7 +33,7 @@ public struct UserEntry: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case uid, name, email, platform, picture, online, lastSeen
+        case uid, name, email, platform, picture, online, lastSeen, state
     }
 
     /// Writes every field, absent ones as null, so the JSON shape is always the same.
@@ -44,6 +46,7 @@ public struct UserEntry: Codable, Sendable, Equatable {
         try container.encode(picture, forKey: .picture)
         try container.encode(online, forKey: .online)
         try container.encode(lastSeen, forKey: .lastSeen)
+        try container.encode(state ?? (online ? "online" : "offline"), forKey: .state)
     }
 }
 

@@ -50,6 +50,8 @@ public struct PeerSession {
         case chunkReceived(Digest32, [UInt8])
         /// Chunks the peer says it does not hold.
         case chunksMissing([Digest32])
+        /// Live values the peer sent (Protocol.md §8.2), still to be decoded and verified.
+        case liveReceived([[UInt8]])
         /// Close the connection; the peer broke the protocol (or failed the handshake) if `misbehaved`.
         case close(reason: String, misbehaved: Bool)
     }
@@ -311,6 +313,9 @@ public struct PeerSession {
         case let .noChunks(hashes):
             guard helloReceived else { return fail("noChunks before hello", misbehaved: true) }
             return [.chunksMissing(hashes)]
+        case let .live(values):
+            guard helloReceived else { return fail("live before hello", misbehaved: true) }
+            return values.isEmpty ? [] : [.liveReceived(values)]
         }
     }
 
@@ -417,6 +422,20 @@ public struct PeerSession {
     public mutating func requestChunks(_ hashes: [Digest32]) -> [Action] {
         guard isEstablished else { return [] }
         return send(hashes, atMost: SessionMessage.maxChunkHashes, as: SessionMessage.wantChunks) + flush()
+    }
+
+    /// Sends live values (encoded `LiveValue`s) to the peer at once, at most
+    /// `SessionMessage.maxLiveValues` per message.
+    public mutating func sendLive(_ values: [[UInt8]]) -> [Action] {
+        guard isEstablished else { return [] }
+        var actions = [Action]()
+        var start = 0
+        while start < values.count {
+            let end = min(start + SessionMessage.maxLiveValues, values.count)
+            actions += send(.live(Array(values[start..<end])))
+            start = end
+        }
+        return actions + flush()
     }
 
     /// Pushes new records to the peer at once.

@@ -7,10 +7,13 @@ import Crypto
 ///     datagram = type:u8 sealed                      ; sealed = XChaCha20-Poly1305(nonce24 || ct || tag)
 ///     beacon   = [1, author, instance, port, count, fingerprint]   ; type 1
 ///     push     = [2, record]                                        ; type 2
+///     live     = [3, live]                                          ; type 3 (LiveValue.swift)
 public enum Datagram: Equatable, Sendable {
     case beacon(Beacon)
     /// One small record pushed as soon as it exists.
     case push([UInt8])
+    /// One signed live value (a typing flag, a status, a read receipt), still to be decoded and verified.
+    case live([UInt8])
 
     /// Largest datagram a node sends or accepts.
     public static let maxBytes = 1200
@@ -32,6 +35,9 @@ public enum Datagram: Equatable, Sendable {
         case let .push(record):
             type = 2
             item = .array([.unsigned(2), .bytes(record)])
+        case let .live(value):
+            type = 3
+            item = .array([.unsigned(3), .bytes(value)])
         }
         return (type, item)
     }
@@ -45,7 +51,7 @@ public enum Datagram: Equatable, Sendable {
     /// Opens a datagram from the network; `nil` for anything not sealed under `key` or not
     /// well-formed (such datagrams are dropped without a reply).
     public static func open(_ bytes: [UInt8], key: SecretBytes) -> Datagram? {
-        guard bytes.count <= maxBytes, let type = bytes.first, type == 1 || type == 2,
+        guard bytes.count <= maxBytes, let type = bytes.first, (1...3).contains(type),
               let plain = XChaChaPoly.open(Array(bytes.dropFirst()), key: key, ad: domain + [type]),
               case let .array(fields)? = try? CBORDecoder.decode(plain, limits: CBORLimits(maxDepth: 2, maxItems: 16)),
               case let .unsigned(tag)? = fields.first, tag == UInt64(type)
@@ -53,6 +59,10 @@ public enum Datagram: Equatable, Sendable {
         if type == 2 {
             guard fields.count == 2, case let .bytes(record) = fields[1] else { return nil }
             return .push(record)
+        }
+        if type == 3 {
+            guard fields.count == 2, case let .bytes(value) = fields[1] else { return nil }
+            return .live(value)
         }
         guard fields.count == 6, case let .bytes(author) = fields[1], let key = try? PublicKey(bytes: author),
               case let .bytes(instance) = fields[2], instance.count == Beacon.instanceByteCount,

@@ -12,6 +12,7 @@ import Crypto
 ///             / [6, [* hash]]                               ; want chunks (at most 64)
 ///             / [7, hash, bytes]                            ; one chunk
 ///             / [8, [* hash]]                               ; chunks the sender does not hold
+///             / [9, [* live]]                               ; live values (at most 256)
 public enum SessionMessage: Equatable, Sendable {
     case hello(author: PublicKey, instance: [UInt8], recordCount: UInt64, fingerprint: [UInt8])
     case reconcile([UInt8])
@@ -21,6 +22,11 @@ public enum SessionMessage: Equatable, Sendable {
     case wantChunks([Digest32])
     case chunk(Digest32, [UInt8])
     case noChunks([Digest32])
+    /// Signed live values (`LiveValue`), each still to be decoded and verified.
+    case live([[UInt8]])
+
+    /// Most live values in one `live` message.
+    public static let maxLiveValues = 256
 
     /// Most chunk hashes in one `wantChunks` or `noChunks`.
     public static let maxChunkHashes = 64
@@ -47,6 +53,7 @@ public enum SessionMessage: Equatable, Sendable {
         case let .wantChunks(hashes): item = .array([.unsigned(6), .array(hashes.map { .bytes($0.bytes) })])
         case let .chunk(hash, bytes): item = .array([.unsigned(7), .bytes(hash.bytes), .bytes(bytes)])
         case let .noChunks(hashes): item = .array([.unsigned(8), .array(hashes.map { .bytes($0.bytes) })])
+        case let .live(values): item = .array([.unsigned(9), .array(values.map { .bytes($0) })])
         }
         return item.encoded()
     }
@@ -135,6 +142,16 @@ public enum SessionMessage: Equatable, Sendable {
             return .wantChunks(try digests(fields[1], max: maxChunkHashes))
         case (8, 2):
             return .noChunks(try digests(fields[1], max: maxChunkHashes))
+        case (9, 2):
+            guard case let .array(items) = fields[1], items.count <= maxLiveValues else { throw .malformed("bad live values") }
+            var values = [[UInt8]]()
+            for item in items {
+                guard case let .bytes(value) = item, value.count <= LiveValue.maxEncodedBytes else {
+                    throw .malformed("a live value is not a byte string of at most \(LiveValue.maxEncodedBytes) bytes")
+                }
+                values.append(value)
+            }
+            return .live(values)
         case (7, 3):
             guard case let .bytes(hash) = fields[1], let digest = try? Digest32(bytes: hash),
                   case let .bytes(bytes) = fields[2], !bytes.isEmpty, bytes.count <= maxChunkBytes

@@ -118,15 +118,15 @@ struct RealtimeSessionTests {
         let client = try RealtimeClient(api)
         _ = try client.message()
         _ = try client.request("gauth", .object(["cred": .string(APIFixture.token)]))
-        #expect(status(try client.request("o", ["p": "/presence/me", "d": "offline"])) == "ok")
-        #expect(status(try client.request("o", ["p": "/presence/cancelled", "d": "x"])) == "ok")
-        #expect(status(try client.request("oc", ["p": "/presence/cancelled", "d": .null])) == "ok")
-        #expect(try api.call("GET", "/presence.json").body == Array("null".utf8))
+        #expect(status(try client.request("o", ["p": "/connections/me", "d": "offline"])) == "ok")
+        #expect(status(try client.request("o", ["p": "/connections/cancelled", "d": "x"])) == "ok")
+        #expect(status(try client.request("oc", ["p": "/connections/cancelled", "d": .null])) == "ok")
+        #expect(try api.call("GET", "/connections.json").body == Array("null".utf8))
         client.raw.close()
         let deadline = Date().addingTimeInterval(10)
         var seen = ""
         while Date() < deadline {
-            seen = String(decoding: try api.call("GET", "/presence.json").body, as: UTF8.self)
+            seen = String(decoding: try api.call("GET", "/connections.json").body, as: UTF8.self)
             if seen != "null" { break }
             usleep(20_000)
         }

@@ -65,6 +65,12 @@ enum LimitCoverage {
         .init(.protocolTable, "ids asked for in one round", ["SyncTests/RoundTests.roundAskingEnds"]),
         .init(.protocolTable, "ids offered in one round", ["SyncTests/RoundTests.roundOfferingEnds", "SyncTests/RoundTests.offersSentInParts",
                                                         "NodeTests/QueuedOutputTests.recordsFoundMissingGoOutInParts"]),
+        .init(.protocolTable, "live value", ["SyncTests/LiveTableTests.sizes"]),
+        .init(.protocolTable, "typing and status values held", ["SyncTests/LiveTableTests.valuesHeld"]),
+        .init(.protocolTable, "live values taken from one author", ["SyncTests/LiveTableTests.rate"]),
+        .init(.protocolTable, "read receipts held", ["SyncTests/LiveTableTests.receiptsHeld", "LocalAPITests/LiveStateTests.receiptsConverge"]),
+        .init(.protocolTable, "receipts taken from one author", ["SyncTests/LiveTableTests.receiptRate"]),
+        .init(.protocolTable, "away", ["LocalAPITests/LiveStateTests.presence"]),
     ]
 
     /// The ban paragraph: each offence in its list, the ban's length, and each bullet.
@@ -94,10 +100,13 @@ enum LimitCoverage {
         .init(.readmeTable, "request body", ["HTTPTests/LimitTests.defaultBodyIs16MiB", "LocalAPITests/MalformedRequestTests.badContentLength"]),
         .init(.readmeTable, "one write (`PUT`, `PATCH`, `POST`)", ["LocalAPITests/APILimitTests.writeSize", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
         .init(.readmeTable, "users returned (`/.lanchat/users?limit=N`)", ["LocalAPITests/APILimitTests.usersLimit"]),
+        .init(.readmeTable, "a live write (typing, status, receipt: `PUT`/`PATCH`/`DELETE` at a live path)", ["LocalAPITests/LiveStateTests.liveWriteLimits"]),
         .init(.readmeTable, "file upload (`POST /v0/b/lanchat/o`)", ["LocalAPITests/APILimitTests.uploadSize", "StoreTests/FileStoreTests.refusals"]),
         .init(.readmeTable, "large reads open at once (a GET, or a stream's first `put`, of more than 256 values)",
               ["LocalAPITests/LargeReadTests.openReadsAreBounded", "StoreTests/TreeStreamTests.largeValueThreshold"]),
         .init(.readmeTable, "a client that takes nothing of a large read", ["LocalAPITests/LargeReadTests.stalledReadIsClosed"]),
+        .init(.readmeProse, "within 6 s (three beacon intervals)", ["LocalAPITests/LiveStateTests.typingVanishes"]),
+        .init(.readmeProse, "`away` after 5 minutes", ["LocalAPITests/LiveStateTests.presence"]),
         .init(.readmeProse, "4 MiB in flight per peer", ["NodeTests/SyncKnobTests.chunkWindowOfANode", "SyncTests/ChunkFetcherTests.spreadAndWindow"]),
         .init(.readmeProse, "unsent data: 4 MiB", ["LocalAPITests/StreamingTests.aSlowListenerIsClosedWithoutHurtingOthers"]),
         .init(.readmeProse, "64 KiB chunks", ["StoreTests/FileStoreTests.chunkBoundaries"]),
@@ -109,6 +118,8 @@ enum LimitCoverage {
 
     /// Quantities in the README's prose that are not limits of a node or its API.
     static let readmeNotLimits = [
+        // A browser's limit, not lanchat's: why the web chat streams a conversation's live state once.
+        "at most 6 connections to one address",
         "5 s in the test command",
         "A real 2 MiB tmpfs",
         // "Memory and storage at scale" says where memory goes, with its sizes.

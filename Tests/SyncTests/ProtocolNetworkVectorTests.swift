@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 import TestSupport
+import Tree
 @testable import Sync
 @testable import Wire
 
@@ -35,6 +36,30 @@ struct ProtocolNetworkVectorTests {
         try #require(ProtocolVectors.named(name ?? "")?["record"].flatMap(ProtocolVectors.bytes))
     }
 
+    /// The `live` hex of the live vector named `name`.
+    static func live(named name: String?) throws -> [UInt8] {
+        try #require(ProtocolVectors.named(name ?? "")?["live"].flatMap(ProtocolVectors.bytes))
+    }
+
+    @Test("signed live values: built from their fields, decoded and verified")
+    func liveValues() throws {
+        let vectors = try Self.vectors(kind: "live")
+        #expect(vectors.contains { $0["name"] == "typing" })
+        for v in vectors {
+            let key = try PrivateKey(seedBytes: Hex.decode(v["seed"]!)!)
+            let value = try JSONValue.parse(v["value"]!)
+            let live = try LiveValue.signed(by: key, instance: Hex.decode(v["instance"]!)!, version: UInt64(v["version"]!)!,
+                                            path: Path(v["path"]!), value: value)
+            expectHex(live.encoded(), v, "live")
+            let decoded = try LiveValue.decode(try #require(ProtocolVectors.bytes(v["live"] ?? "")))
+            #expect(decoded == live && decoded.value == value)
+            // The same bytes with one bit of the value changed do not verify.
+            var altered = live.encoded()
+            altered[altered.count - 67] ^= 1
+            #expect(throws: LiveValueError.self) { try LiveValue.decode(altered) }
+        }
+    }
+
     @Test("a sealed beacon and a pushed record")
     func datagrams() throws {
         let vectors = try Self.vectors(kind: "datagram")
@@ -43,6 +68,8 @@ struct ProtocolNetworkVectorTests {
             let datagram: Datagram
             if v["name"] == "push" {
                 datagram = .push(try Self.record(named: v["record-vector"]))
+            } else if v["live-vector"] != nil {
+                datagram = .live(try Self.live(named: v["live-vector"]))
             } else {
                 let author = try PrivateKey(seedBytes: Hex.decode(v["seed"]!)!)
                 datagram = .beacon(Beacon(author: author.publicKey, instance: Hex.decode(v["instance"]!)!, port: UInt16(v["port"]!)!,
@@ -70,6 +97,8 @@ struct ProtocolNetworkVectorTests {
                                  recordCount: UInt64(v["count"]!)!, fingerprint: Hex.decode(v["fingerprint"]!)!)
             case "records":
                 message = .records([try Self.record(named: v["record-vector"])])
+            case "live":
+                message = .live([try Self.live(named: v["live-vector"])])
             case "reconcile":
                 message = .reconcile(try #require(ProtocolVectors.bytes(v["negentropy"] ?? "")))
             case "reconcile-reply":

@@ -90,7 +90,7 @@ struct SessionPair {
                     let added = (fromA ? pair.nodeA : pair.nodeB).add(records)
                     _ = added
                 case .roundComplete: pair.rounds += 1
-                case .chunkReceived, .chunksMissing: break
+                case .chunkReceived, .chunksMissing, .liveReceived: break
                 case let .close(reason, _): pair.closed.append(reason)
                 }
             }

@@ -75,7 +75,7 @@ final class Simulation {
                 relay(nodes[node].add(records), from: node, except: index)
             case .close:
                 links[index].open = false
-            case .established, .roundComplete, .chunkReceived, .chunksMissing:
+            case .established, .roundComplete, .chunkReceived, .chunksMissing, .liveReceived:
                 break
             }
         }

@@ -13,6 +13,7 @@ struct ProtocolVectorKindsTests {
         "file-record": "WireTests/ProtocolVectorTests.blobRecords",
         "export": "WireTests/ProtocolVectorTests.exportStream",
         "network": "SyncTests/ProtocolNetworkVectorTests",
+        "live": "SyncTests/ProtocolNetworkVectorTests.liveValues",
         "datagram": "SyncTests/ProtocolNetworkVectorTests.datagrams",
         "session": "SyncTests/ProtocolNetworkVectorTests.sessionFrames",
         "handshake": "SyncTests/ProtocolNetworkVectorTests.handshake",

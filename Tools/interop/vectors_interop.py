@@ -17,6 +17,7 @@ any failure.
 
 Usage: vectors_interop.py [PROTOCOL_MD]     (default: Protocol.md next to Tools/)
 """
+import base64
 import hashlib
 import json
 import math
@@ -54,6 +55,8 @@ NOISE_PROLOGUE = b"lanchat/session/v1"                         # §8.1
 MAX_RECORD = 1_048_576                                         # §3.4, §9
 MAX_PAIRS = 1000
 MAX_DATAGRAM = 1200                                            # §7, §9
+LIVE_DOMAIN = b"lanchat/live/v1\x00"                           # §7, signed live values
+MAX_LIVE_PATH, MAX_LIVE_VALUE = 512, 512                       # §7, §9
 MAX_FRAME = 2_097_152                                          # §8.2, §9
 MAX_INT = 2 ** 53                                              # §3.4
 MAX_DEPTH, MAX_ITEMS = 40, 200_000                             # §2
@@ -924,12 +927,55 @@ def named_record(v):
     return RECORDS_BY_NAME[name]
 
 
+LIVE_BY_NAME = {}
+
+
+def build_live(seed, instance, version, path, value_text):
+    """A signed live value of §7 built from its fields: [author, instance, version, path, value, signature]."""
+    require(len(path.encode()) <= MAX_LIVE_PATH, "live path too long")
+    require(len(value_text.encode()) <= MAX_LIVE_VALUE, "live value too long")
+    require(valid_path(path), f"live path {path!r} is not a valid path")
+    unsigned = [ed25519_public(seed), instance, version, path, value_text.encode()]
+    signature = ed25519_sign(seed, LIVE_DOMAIN + encode(unsigned))
+    return encode(unsigned + [signature])
+
+
+def check_live(v):
+    """A live value (§7): rebuilt from its fields, verified by PyNaCl, its path owned by its author."""
+    seed = v.hex("seed", 32)
+    path, value_text = v.text("path"), v.text("value")
+    json.loads(value_text)
+    built = build_live(seed, v.hex("instance", 8), v.uint("version"), path, value_text)
+    given = v.hex("live")
+    compare("live", built, given)
+    fields = decode(given, "live")
+    require(isinstance(fields, list) and len(fields) == 6, "live is not a 6-item array")
+    VerifyKey(fields[0]).verify(LIVE_DOMAIN + encode(fields[:5]), fields[5])
+    segments = [s for s in path.split("/") if s]
+    owner = None
+    if len(segments) == 4 and segments[0] == "conversations" and segments[2] in ("typingIndicator", "readReceipts"):
+        owner = segments[3]
+    elif len(segments) >= 2 and segments[0] == "status":
+        owner = segments[1]
+    author_id = base64.urlsafe_b64encode(fields[0]).decode().rstrip("=")
+    require(owner == author_id, "the live path is not its author's (§5.7)")
+    LIVE_BY_NAME[v.name] = given
+    return f"{len(given)} bytes, signature verified, path owned by its author"
+
+
+def named_live(v):
+    name = v.text("live-vector")
+    require(name in LIVE_BY_NAME, f"live-vector names {name!r}, no checked live vector before it")
+    return LIVE_BY_NAME[name]
+
+
 def datagram_plaintext(v):
     """The plaintext of §7's grammar for the fields the vector has, and its type."""
     forms = {
         ("count", "fingerprint", "instance", "port", "seed"): 1,   # beacon
         ("record",): 2,                                            # push of the record given
         ("record-vector",): 2,                                     # push of a record vector's record
+        ("live-vector",): 3,                                       # a live value
     }
     present = tuple(sorted(k for k in v.fields if k not in ("name", "kind", "network", "network-key", "nonce", "plaintext", "datagram")))
     require(present in forms, f"no datagram of §7 has the fields {', '.join(present)}")
@@ -937,6 +983,8 @@ def datagram_plaintext(v):
     if kind == 1:
         return 1, [1, ed25519_public(v.hex("seed", 32)), v.hex("instance", 8), v.uint("port"),
                    v.uint("count"), v.hex("fingerprint", 16)]
+    if kind == 3:
+        return 3, [3, named_live(v)]
     record = v.hex("record") if present == ("record",) else named_record(v)
     check_record_bytes(record, "pushed record")
     require(len(record) <= 1000, "a pushed record above 1000 bytes")
@@ -974,6 +1022,8 @@ def session_message(v):
                          v.hex("fingerprint", 16)]
     if present == ("id",):
         return "want", [5, [v.hex("id", 32)]]
+    if present == ("live-vector",):
+        return "live", [9, [named_live(v)]]
     if present == ("record-vector",):
         record = named_record(v)
         check_record_bytes(record, "the record")
@@ -1073,6 +1123,7 @@ CHECKS = {
     "file-record": check_file_record,
     "export": check_export,
     "network": check_network,
+    "live": check_live,
     "datagram": check_datagram,
     "session": check_session,
     "handshake": check_handshake,
@@ -1084,6 +1135,7 @@ def check_all(vectors):
     """Checks the vectors in order; returns one (name, error or None, note) per vector."""
     RECORDS_BY_NAME.clear()
     RECONCILE_MESSAGES.clear()
+    LIVE_BY_NAME.clear()
     results, names = [], set()
     for v in vectors:
         v.read = {"name", "kind"}

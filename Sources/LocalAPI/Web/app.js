@@ -31,6 +31,13 @@
     pictureVersion: 0,
     searchSeq: 0,
     signedOut: false,
+    typing: {},              // the open conversation's typingIndicator: uid -> value
+    receipts: {},            // its readReceipts: uid -> the last message key that user read
+    presence: null,          // the other member's presence, in a direct conversation
+    liveStreams: [],         // the streams of the above, closed with the conversation
+    typingSent: 0,           // when this page last said the user is typing (0: not typing)
+    typingTimer: null,
+    notified: new Map(),     // conversation id -> the last message key a notification was shown for
   };
 
   class AuthError extends Error {}
@@ -386,12 +393,13 @@
         if (state.current !== stamp) return;
         windowChanged(kind, event);
       });
+      openLiveStreams(id);
     }
     const showTitle = () => {
       if (state.current !== id) return;
       const title = conversationTitle(id);
       $('conversation-title').textContent = title;
-      document.title = title + ' · lanchat';
+      setTitle(title + ' · lanchat');
       return title;
     };
     const other = otherMember(id);
@@ -404,7 +412,165 @@
   function closeConversation() {
     if (state.messageStream) state.messageStream.close();
     state.messageStream = null;
+    stopTyping();
+    for (const s of state.liveStreams) s.close();
+    state.liveStreams = [];
+    state.typing = {};
+    state.receipts = {};
+    state.presence = null;
     state.current = null;
+    $('typing-line').textContent = '';
+    $('conversation-presence').hidden = true;
+  }
+
+  // ---- Live state: typing, read receipts, presence, notifications ---------------------------
+
+  // Typing: said at once on the first keystroke (peers show it within a few milliseconds),
+  // said again every 3 s while keys keep coming, and cleared after 4 s without one, on sending
+  // and on leaving. The node clears it everywhere by itself if this page or its node goes away.
+  const TYPING_REFRESH = 3000;
+  const TYPING_IDLE = 4000;
+  function typingPath(id) { return dbPath(['conversations', id, 'typingIndicator', state.me.uid]); }
+  function keystroke() {
+    if (!state.current) return;
+    const now = Date.now();
+    if (now - state.typingSent > TYPING_REFRESH) {
+      state.typingSent = now;
+      api('PUT', typingPath(state.current), true).catch(() => {});
+    }
+    clearTimeout(state.typingTimer);
+    state.typingTimer = setTimeout(stopTyping, TYPING_IDLE);
+  }
+  function stopTyping() {
+    clearTimeout(state.typingTimer);
+    if (!state.typingSent || !state.current) { state.typingSent = 0; return; }
+    state.typingSent = 0;
+    api('DELETE', typingPath(state.current)).catch(() => {});
+  }
+
+  // One stream for the conversation's typing flags and receipts (`only=`: without its messages,
+  // which have their own): a browser holds at most 6 connections to the node, and every stream
+  // keeps one. Presence is asked for every 20 s instead.
+  function openLiveStreams(id) {
+    let live = {};
+    state.liveStreams.push(stream(dbPath(['conversations', id]) + '?only=typingIndicator,readReceipts', (kind, event) => {
+      if (state.current !== id) return;
+      live = applyEvent(live, kind, event) || {};
+      state.typing = live.typingIndicator || {};
+      state.receipts = live.readReceipts || {};
+      renderTyping();
+      renderReceipts();
+    }));
+    const other = otherMember(id);
+    if (other) {
+      const ask = () => api('GET', dbPath(['presence', other])).then((p) => {
+        if (state.current !== id) return;
+        state.presence = p;
+        renderPresence();
+      }, () => {});
+      ask();
+      const timer = setInterval(ask, 20000);
+      state.liveStreams.push({ close() { clearInterval(timer); } });
+    }
+  }
+
+  function renderTyping() {
+    const names = Object.keys(state.typing || {}).filter((uid) => uid !== state.me.uid && state.typing[uid])
+      .map((uid) => profileName(knownUser(uid)) || shortId(uid)).sort();
+    let text = '';
+    if (names.length === 1) text = names[0] + ' is typing...';
+    else if (names.length === 2) text = names[0] + ' and ' + names[1] + ' are typing...';
+    else if (names.length > 2) text = names.length + ' people are typing...';
+    $('typing-line').textContent = text;
+  }
+
+  function agoText(millis) {
+    const minutes = Math.max(0, Math.round((Date.now() - millis) / 60000));
+    if (minutes < 1) return 'last seen just now';
+    if (minutes < 60) return 'last seen ' + minutes + ' min ago';
+    return 'last seen ' + formatTime(millis, true);
+  }
+  function renderPresence() {
+    const p = state.presence;
+    const line = $('conversation-presence');
+    if (!p || typeof p !== 'object' || typeof p.state !== 'string') { line.hidden = true; return; }
+    line.hidden = false;
+    line.className = 'presence ' + p.state;
+    $('presence-text').textContent = p.state === 'online' ? 'online' : p.state === 'away' ? 'away'
+      : (typeof p.lastSeen === 'number' ? agoText(p.lastSeen) : 'offline');
+  }
+
+  // Read ticks on this user's messages: one tick sent, two (blue) once the other member has read
+  // up to it, in a direct conversation; in a group, "Seen by N" under this user's last message.
+  function renderReceipts() {
+    const others = Object.keys(state.receipts || {}).filter((uid) => uid !== state.me.uid && typeof state.receipts[uid] === 'string');
+    const direct = otherMember(state.current);
+    let lastMine = null;
+    for (const key of state.keys) {
+      const message = state.currentMessages[key];
+      if (message && message.senderId === state.me.uid) lastMine = key;
+    }
+    for (const [key, entry] of state.messageNodes) {
+      const li = entry.li;
+      const meta = li.querySelector('.meta');
+      if (!meta || !li.classList.contains('mine')) continue;
+      let ticks = meta.querySelector('.ticks');
+      if (!ticks) { ticks = document.createElement('span'); meta.appendChild(ticks); }
+      const seenBy = others.filter((uid) => state.receipts[uid] >= key);
+      const seen = direct ? seenBy.includes(direct) : seenBy.length > 0;
+      ticks.className = 'ticks' + (seen ? ' seen' : '');
+      ticks.textContent = seen ? '\u2713\u2713' : '\u2713';
+      ticks.title = seen ? 'Seen' : 'Sent';
+      ticks.setAttribute('aria-label', seen ? 'Seen' : 'Sent');
+      let line = li.querySelector('.seen-by');
+      if (!direct && key === lastMine && seenBy.length) {
+        if (!line) { line = document.createElement('span'); line.className = 'seen-by'; li.querySelector('.bubble').appendChild(line); }
+        line.textContent = 'Seen by ' + seenBy.length;
+      } else if (line) {
+        line.remove();
+      }
+    }
+  }
+
+  // The tab's title carries the number of unread messages.
+  let baseTitle = 'lanchat';
+  function setTitle(title) { baseTitle = title; updateTitle(); }
+  function updateTitle() {
+    let unread = 0;
+    for (const id of Object.keys(state.summaries)) {
+      const s = state.summaries[id];
+      if (id === state.current && document.visibilityState === 'visible') continue;
+      if (s && typeof s.unread === 'number') unread += s.unread;
+    }
+    document.title = (unread ? '(' + (unread > 99 ? '99+' : unread) + ') ' : '') + baseTitle;
+  }
+
+  // Desktop notifications, only once the user asked for them with the button, for a new message
+  // from someone else in a conversation not on screen.
+  function setUpNotifications() {
+    const button = $('notify-button');
+    if (!('Notification' in window) || Notification.permission !== 'default') return;
+    button.hidden = false;
+    button.addEventListener('click', async () => {
+      try { await Notification.requestPermission(); } catch (e) { /* an old browser's callback form */ }
+      button.hidden = Notification.permission === 'default' ? false : true;
+    });
+  }
+  function maybeNotify(previous) {
+    for (const id of Object.keys(state.summaries)) {
+      const s = state.summaries[id];
+      if (!s || typeof s.lastKey !== 'string' || !s.last) continue;
+      const before = previous[id] && previous[id].lastKey;
+      const first = !state.notified.has(id);
+      state.notified.set(id, s.lastKey);
+      if (first || before === s.lastKey || s.last.senderId === state.me.uid || !(s.unread > 0)) continue;
+      const onScreen = id === state.current && document.visibilityState === 'visible';
+      if (onScreen || !('Notification' in window) || Notification.permission !== 'granted') continue;
+      try {
+        const n = new Notification(conversationTitle(id), { body: messageSummary(s.last), tag: 'lanchat-' + id });
+        n.onclick = () => { window.focus(); location.hash = '#c/' + encodeURIComponent(id); };
+      } catch (e) { /* notifications refused by the platform */ }
+    }
   }
 
   // An event of the stream of the last PAGE messages. A message that leaves the window was
@@ -540,6 +706,7 @@
     if (older) list.scrollTop = list.scrollHeight - fromBottom;
     else if (atBottom || mineAdded || (newest && state.keys.length <= sorted.length)) list.scrollTop = list.scrollHeight;
     if (document.visibilityState === 'visible' && state.keys.length) markRead(state.current, state.keys[state.keys.length - 1]);
+    renderReceipts();
     scheduleConversationList();
   }
 
@@ -801,11 +968,11 @@
     closeConversation();
     if (hash === '#profile') {
       showPane('profile');
-      document.title = 'Your profile · lanchat';
+      setTitle('Your profile · lanchat');
       $('first-name').focus();
     } else {
       showPane('welcome');
-      document.title = 'lanchat';
+      setTitle('lanchat');
       const item = previous && $('conversation-list').querySelector('li[data-id="' + CSS.escape(previous) + '"] button');
       if (item) item.focus();
     }
@@ -846,6 +1013,7 @@
       text.style.overflowY = text.scrollHeight > 160 ? 'auto' : 'hidden';
     };
     text.addEventListener('input', resize);
+    text.addEventListener('input', keystroke);
     text.addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
@@ -860,6 +1028,7 @@
       event.preventDefault();
       const value = text.value;
       if (!value.trim() || !state.current) return;
+      stopTyping();
       text.value = '';
       resize();
       try { await sendText(value); } catch (e) {
@@ -896,7 +1065,9 @@
     });
     window.addEventListener('hashchange', route);
     $('messages').addEventListener('scroll', () => { if ($('messages').scrollTop < 400) maybeLoadOlder(); }, { passive: true });
-    document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') scheduleConversationList(); });
+    document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') scheduleConversationList(); updateTitle(); });
+    window.addEventListener('pagehide', stopTyping);
+    setUpNotifications();
   }
 
   async function start() {
@@ -930,7 +1101,10 @@
       renderMe();
     });
     stream('/.lanchat/conversations', (kind, event) => {
-      state.summaries = applyEvent(state.summaries, kind, event) || {};
+      const previous = state.summaries;
+      state.summaries = applyEvent(JSON.parse(JSON.stringify(previous)), kind, event) || {};
+      maybeNotify(previous);
+      updateTitle();
       scheduleConversationList();
     });
     renderMe();

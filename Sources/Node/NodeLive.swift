@@ -1,0 +1,315 @@
+import Crypto
+import Dispatch
+import Store
+import Sync
+import Tree
+import Wire
+
+/// Live state (Protocol.md §5.7, §7, §8.2): typing flags, statuses and read receipts that
+/// travel signed beside the records and are never stored as records, and the presence the
+/// node derives from who it hears.
+///
+/// A typing flag or status lives as long as its writer's node is *live* here: heard in its
+/// beacons (the same instance), or, for a peer known only by a manual session, while that
+/// session is open. So it vanishes on every node when the writer clears it, when its node
+/// stops (it clears its values first) and when its node is lost (three beacon intervals).
+extension Node {
+    /// Why a live write through the API was refused.
+    public enum LiveWriteError: Error, Equatable, CustomStringConvertible {
+        /// The path names another user (or is derived presence).
+        case permissionDenied
+        /// Over a limit (size, count, rate): the reason.
+        case refused(String)
+
+        public var description: String {
+            switch self {
+            case .permissionDenied: return "Permission denied"
+            case let .refused(why): return why
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Sets (or with null, clears) this node's user's live value at `path`, shows it here and
+    /// sends it at once to every live peer, as a datagram and on every session. Call on the queue.
+    public func setLive(_ path: Path, to value: JSONValue) throws {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let (_, owner) = LivePaths.classify(path), owner == userID else { throw LiveWriteError.permissionDenied }
+        let normalized = try value.normalized(at: path)
+        liveVersion = max(liveVersion + 1, wallMillis() << 10)
+        let signed: LiveValue
+        do {
+            signed = try LiveValue.signed(by: identity, instance: instance, version: liveVersion, path: path, value: normalized)
+        } catch let error as LiveValueError {
+            throw LiveWriteError.refused("\(error)")
+        }
+        switch live.offer(signed, instanceLive: true, now: monotonicSeconds()) {
+        case let .refused(why): throw LiveWriteError.refused(why)
+        case let .changed(changed):
+            liveTaken(signed, local: true)
+            notifyLive([changed] + presencePaths(for: signed))
+        case .unchanged:
+            liveTaken(signed, local: true)
+        }
+        sendLive([signed.encoded()])
+    }
+
+    /// Sends encoded live values to every live peer: one datagram each, and on every session.
+    func sendLive(_ encodings: [[UInt8]]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for encoding in encodings {
+            let datagram = Datagram.live(encoding).seal(key: datagramKey)
+            for peer in discovered.values { try? sessionSocket(for: peer.address)?.send(datagram, to: peer.address) }
+        }
+        for slot in sessions.values where slot.established { perform(slot.machine.sendLive(encodings), on: slot) }
+    }
+
+    /// Clears every typing flag and status of this node's user, here and at its peers (the node stops).
+    func clearOwnLiveValues() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for value in live.values(of: identity.publicKey) { try? setLive(value.path, to: .null) }
+    }
+
+    // MARK: Receiving
+
+    /// Live values from a datagram (`slot` nil) or a session: each decoded, verified and offered.
+    func receiveLive(_ encodings: [[UInt8]], on slot: SessionSlot?) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var changed = [Path]()
+        var relay = [[UInt8]]()
+        var readMarks = [String]()
+        let now = monotonicSeconds()
+        for encoding in encodings {
+            guard let value = try? LiveValue.decode(encoding), value.author != identity.publicKey || value.instance != instance,
+                  !isBanned(value.author) else { continue }
+            let instanceLive = isLive(value.author, instance: value.instance)
+            if instanceLive { changed += live.keep(value.author, instance: value.instance) }
+            switch live.offer(value, instanceLive: instanceLive, now: now) {
+            case let .changed(path):
+                changed.append(path)
+                changed += presencePaths(for: value)
+                if let moved = liveTaken(value) { readMarks.append(moved) }
+                if LivePaths.classify(value.path)?.kind == .receipt { relay.append(encoding) }
+            case .unchanged:
+                if let moved = liveTaken(value) { readMarks.append(moved) }
+            case .refused:
+                break
+            }
+        }
+        // A new receipt goes on to the peers connected here, so it reaches nodes that its
+        // writer's node never meets (Protocol.md §8.2).
+        if !relay.isEmpty {
+            for other in sessions.values where other.established && other !== slot { perform(other.machine.sendLive(relay), on: other) }
+        }
+        notifyLive(changed, readMarksMoved: readMarks)
+    }
+
+    /// After a value was taken: a receipt is kept on disk (within a second), and one of this
+    /// node's own user from another of its nodes moves the local read mark; returns the
+    /// conversation whose read mark moved.
+    @discardableResult
+    private func liveTaken(_ value: LiveValue, local: Bool = false) -> String? {
+        guard LivePaths.classify(value.path)?.kind == .receipt else { return nil }
+        receiptsToKeep.insert(value.path)
+        guard !local, value.author == identity.publicKey, case let .string(key) = value.value,
+              let conversation = value.path.segments.dropFirst().first,
+              (try? store.markRead(conversation, upTo: key)) == true else { return nil }
+        return conversation
+    }
+
+    /// Whether `author`'s node, as `instance`, is live here (see the extension's comment).
+    func isLive(_ author: PublicKey, instance: [UInt8]) -> Bool {
+        if author == identity.publicKey { return instance == self.instance }
+        if let peer = discovered[author] { return peer.instance == instance }
+        return sessions.values.contains { $0.established && $0.peer == author && $0.peerInstance == instance && $0.manualAddress != nil }
+            || sessions.values.contains { $0.established && $0.peer == author && $0.peerInstance == instance && !config.discovery }
+    }
+
+    /// Whether `author`'s node is live here as any instance.
+    func isLive(_ author: PublicKey) -> Bool {
+        if author == identity.publicKey || discovered[author] != nil { return true }
+        return sessions.values.contains { $0.established && $0.peer == author && ($0.manualAddress != nil || !config.discovery) }
+    }
+
+    /// A beacon of a new node or instance: an earlier instance's values go.
+    func peerHeardForLive(_ author: PublicKey, instance: [UInt8]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var changed = live.keep(author, instance: instance)
+        changed.append(presencePath(author.userID))
+        notifyLive(changed)
+    }
+
+    /// Drops the typing flags and statuses of every author no longer live (a lost peer, a closed session).
+    func sweepLive() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var changed = [Path]()
+        for author in live.ephemeralAuthors where !isLive(author) {
+            changed += live.forget(author)
+            changed.append(presencePath(author.userID))
+        }
+        notifyLive(changed)
+    }
+
+    /// A session came up: the peer gets this node's typing flags and statuses, and every receipt held.
+    func sessionEstablishedForLive(_ slot: SessionSlot) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let own = live.values(of: identity.publicKey).map { $0.encoded() }
+        let receipts = live.receipts.values.map { $0.encoded() }
+        perform(slot.machine.sendLive(own + receipts), on: slot)
+        if let peer = slot.peer { notifyLive([presencePath(peer.userID)]) }
+    }
+
+    // MARK: Presence
+
+    func presencePath(_ user: String) -> Path {
+        (try? Path(segments: [LivePaths.presenceRoot, user])) ?? Path.root
+    }
+
+    private func presencePaths(for value: LiveValue) -> [Path] {
+        LivePaths.classify(value.path)?.kind == .status ? [presencePath(value.author.userID)] : []
+    }
+
+    /// Each known user's presence, as shown at `/presence/$uid`: `{"state": "online"}`,
+    /// `{"state": "away"}` or `{"state": "offline", "lastSeen": MILLIS}`.
+    public func presenceEntriesOnQueue() -> [(Path, JSONValue)] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var out = [(Path, JSONValue)]()
+        for (user, entry) in presenceOnQueue() {
+            var fields: [String: JSONValue] = ["state": .string(entry.state)]
+            if entry.state == "offline", let seen = entry.lastSeen { fields["lastSeen"] = .number(Double(seen)) }
+            out.append((presencePath(user), .object(fields)))
+        }
+        return out
+    }
+
+    /// Who is online, away or offline, and when each offline user was last seen (kept across
+    /// restarts), by user id.
+    public func presenceOnQueue() -> [String: (state: String, online: Bool, lastSeen: Int64?)] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var result = [String: (state: String, online: Bool, lastSeen: Int64?)]()
+        for (user, millis) in lastSeenKept { result[user] = ("offline", false, millis) }
+        for (author, millis) in lastHeard {
+            let seen = max(Int64(millis), lastSeenKept[author.userID] ?? 0)
+            result[author.userID] = ("offline", false, seen)
+        }
+        var live = Set(discovered.keys)
+        for slot in sessions.values where slot.established { if let peer = slot.peer { live.insert(peer) } }
+        for author in live {
+            let away = self.live.values(of: author).contains { $0.path.segments.count == 3 && $0.path.segments[2] == "away" && $0.value == .bool(true) }
+            result[author.userID] = (away ? "away" : "online", true, Int64(lastHeard[author] ?? wallMillis()))
+        }
+        let idle = monotonicSeconds() - lastLocalActivity > config.awayAfterSeconds
+        result[userID] = (idle ? "away" : "online", true, Int64(wallMillis()))
+        return result
+    }
+
+    /// The local API was used: the user is not away (any more).
+    public func noteLocalActivityOnQueue() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        lastLocalActivity = monotonicSeconds()
+        if awayPublished { updateAway() }
+    }
+
+    /// Publishes or clears `/status/$uid/away` as the user's idleness says.
+    func updateAway() {
+        let idle = monotonicSeconds() - lastLocalActivity > config.awayAfterSeconds
+        guard idle != awayPublished, let path = try? Path(segments: ["status", userID, "away"]) else { return }
+        awayPublished = idle
+        try? setLive(path, to: idle ? .bool(true) : .null)
+        notifyLive([presencePath(userID)])
+    }
+
+    // MARK: Timers, observers, keeping
+
+    func startLiveTimers() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        // Peers expire on this beat too, so a lost writer's values go within about three beacon
+        // intervals, not up to an anti-entropy interval later.
+        let beat = DispatchTimeInterval.milliseconds(max(50, Int(config.beaconInterval.seconds * 250)))
+        timers.append(world.scheduler.every(beat, on: queue) { [self] in
+            guard running else { return }
+            expirePeers(now: monotonicSeconds())
+            sweepLive()
+            updateAway()
+        })
+        timers.append(world.scheduler.every(.seconds(1), on: queue) { [self] in keepLiveState() })
+    }
+
+    /// Reads the receipts and last-seen times kept by an earlier run.
+    func loadLiveState() {
+        guard let liveStore else { return }
+        for encoding in (try? liveStore.receipts()) ?? [] {
+            guard let value = try? LiveValue.decode(encoding) else { continue }
+            _ = live.offer(value, instanceLive: false, now: 0)
+            liveVersion = max(liveVersion, value.author == identity.publicKey ? value.version : 0)
+        }
+        lastSeenKept = (try? liveStore.lastSeen()) ?? [:]
+    }
+
+    /// Writes changed receipts and last-seen times to the live-state file: once a second at most,
+    /// so a flood of receipts costs one transaction a second.
+    func keepLiveState() {
+        guard let liveStore else { return }
+        for path in receiptsToKeep {
+            if let value = live.receipt(at: path) {
+                try? liveStore.putReceipt(path: path.description, version: value.version, signed: value.encoded())
+            } else {
+                try? liveStore.deleteReceipt(path: path.description)
+            }
+        }
+        receiptsToKeep.removeAll()
+        // A live peer's time is written every 30 s, a lost one's at once: a crash of this node
+        // loses at most 30 s of a last seen, and a second costs no write when nothing was lost.
+        var seen = [String: Int64]()
+        for (author, millis) in lastHeard where seen.count < LiveStore.maxLastSeen {
+            let kept = lastSeenKept[author.userID] ?? 0
+            if Int64(millis) > kept && (Int64(millis) - kept >= 30_000 || !isLive(author)) { seen[author.userID] = Int64(millis) }
+        }
+        try? liveStore.putLastSeen(seen)
+        for (user, millis) in seen { lastSeenKept[user] = max(lastSeenKept[user] ?? 0, millis) }
+    }
+
+    /// Calls `observer` on the node's queue with the paths where live values or presence changed,
+    /// and the conversations whose read mark a receipt from another of the user's nodes moved.
+    @discardableResult
+    public func addLiveObserver(_ observer: @escaping ([Path], [String]) -> Void) -> Int {
+        queue.sync {
+            nextObserverID += 1
+            liveObservers[nextObserverID] = observer
+            return nextObserverID
+        }
+    }
+
+    public func removeLiveObserver(_ token: Int) {
+        world.scheduler.async(on: queue) { [self] in liveObservers.removeValue(forKey: token) }
+    }
+
+    func notifyLive(_ paths: [Path], readMarksMoved: [String] = []) {
+        guard !paths.isEmpty || !readMarksMoved.isEmpty else { return }
+        var seen = Set<Path>()
+        let unique = paths.filter { seen.insert($0).inserted }
+        for observer in liveObservers.values { observer(unique, readMarksMoved) }
+    }
+
+    /// Everything the live layer shows over the tree: typing flags, statuses, receipts, presence.
+    public func liveEntriesOnQueue() -> [(Path, JSONValue)] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return live.entries + presenceEntriesOnQueue()
+    }
+
+    /// The value at `path` as the API shows it: the stored tree with the live layer over it.
+    /// Presence, derived rather than written, shows only to reads at or below `/presence`: a
+    /// read of `/` is the data (an empty database still reads as null).
+    public func valueWithLiveOnQueue(_ base: JSONValue, at path: Path) -> JSONValue {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let entries = LivePaths.isPresence(path) ? presenceEntriesOnQueue() : live.entries
+        return LivePaths.overlay(base, at: path, entries: entries)
+    }
+
+    /// Counts for tests and status: live values (typing and status) held, and receipts.
+    public func liveCountsOnQueue() -> (values: Int, receipts: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return (live.ephemeralCount, live.receipts.count)
+    }
+}

@@ -1,0 +1,169 @@
+import Crypto
+import Tree
+import Wire
+
+/// The live values a node holds (Protocol.md §7, §9): typing flags and statuses by author, as
+/// long as the author's node is heard, and read receipts, one per (conversation, user), kept.
+/// Pure: values, the time and who is live come in; what changed comes out. The node owns one
+/// and feeds it from datagrams, sessions and its own API.
+///
+/// Every bound is per author or in total, so a hostile member who signs values at any path, of
+/// any size, at any rate, with any number of identities, costs a bounded amount of memory.
+public struct LiveTable: Sendable {
+    public struct Limits: Sendable {
+        /// Typing flags and status values one author may hold at once.
+        public var valuesPerAuthor = 32
+        /// Authors with typing or status values at once.
+        public var authors = 256
+        /// Values taken from one author per second, on average (a token bucket)...
+        public var ratePerSecond = 20.0
+        /// ...and at once, after a quiet moment.
+        public var burst = 40.0
+        /// Read receipts of one author (conversations it has read).
+        public var receiptsPerAuthor = 2_000
+        /// Read receipts in all.
+        public var receipts = 65_536
+        /// New receipts taken from one author per second, on average (a token bucket whose burst
+        /// is `receiptsPerAuthor`, so a new session's bulk of them passes whole).
+        public var receiptRatePerSecond = 20.0
+
+        public init() {}
+    }
+
+    /// What an offered value did.
+    public enum Outcome: Equatable, Sendable {
+        /// Taken: the tree changed at this path (a value set, replaced or cleared).
+        case changed(Path)
+        /// Taken, and the tree shows the same (a newer receipt of the same message, a clear of nothing).
+        case unchanged
+        /// Dropped, with the reason (nothing changed).
+        case refused(String)
+    }
+
+    struct Author: Sendable {
+        var instance: [UInt8]
+        var version: UInt64 = 0
+        var values: [Path: LiveValue] = [:]
+        var tokens: Double
+        var refilled: Double
+    }
+
+    public let limits: Limits
+    private var authors: [PublicKey: Author] = [:]
+    /// Read receipts by their path (`/conversations/$cid/readReceipts/$uid`).
+    public private(set) var receipts: [Path: LiveValue] = [:]
+    private var receiptsByAuthor: [PublicKey: Int] = [:]
+    /// Token buckets of the authors holding receipts: (tokens, when refilled).
+    private var receiptBuckets: [PublicKey: (tokens: Double, refilled: Double)] = [:]
+
+    public init(limits: Limits = Limits()) { self.limits = limits }
+
+    /// Takes `value` if its author may write its path and it is newer than what is held.
+    /// `instanceLive` says whether the value's instance is the author's node as heard now (a
+    /// beacon or session of that instance): typing and status values of any other are refused.
+    public mutating func offer(_ value: LiveValue, instanceLive: Bool, now: Double) -> Outcome {
+        guard let (kind, owner) = LivePaths.classify(value.path) else { return .refused("\(value.path) is not a live path") }
+        guard owner == value.author.userID else { return .refused("\(value.author.userID) may not write \(value.path)") }
+        switch kind {
+        case .receipt:
+            return offerReceipt(value, now: now)
+        case .typing, .status:
+            guard instanceLive else { return .refused("its node is not live") }
+            return offerEphemeral(value, now: now)
+        }
+    }
+
+    private mutating func offerReceipt(_ value: LiveValue, now: Double) -> Outcome {
+        let burst = Double(limits.receiptsPerAuthor)
+        var bucket = receiptBuckets[value.author] ?? (burst, now)
+        bucket.tokens = min(burst, bucket.tokens + (now - bucket.refilled) * limits.receiptRatePerSecond)
+        bucket.refilled = now
+        if let held = receipts[value.path] {
+            guard value.version > held.version else { return .refused("not newer than the receipt held") }
+            guard bucket.tokens >= 1 else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
+            bucket.tokens -= 1
+            receiptBuckets[value.author] = bucket
+            receipts[value.path] = value
+            if value.value == .null { drop(receiptAt: value.path) }
+            return held.value == value.value ? .unchanged : .changed(value.path)
+        }
+        guard value.value != .null else { return .unchanged }
+        guard receipts.count < limits.receipts else { return .refused("\(limits.receipts) receipts held") }
+        guard receiptsByAuthor[value.author, default: 0] < limits.receiptsPerAuthor else {
+            return .refused("\(limits.receiptsPerAuthor) receipts held of this author")
+        }
+        guard bucket.tokens >= 1 else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
+        bucket.tokens -= 1
+        receiptBuckets[value.author] = bucket
+        receipts[value.path] = value
+        receiptsByAuthor[value.author, default: 0] += 1
+        return .changed(value.path)
+    }
+
+    private mutating func drop(receiptAt path: Path) {
+        guard let held = receipts.removeValue(forKey: path) else { return }
+        receiptsByAuthor[held.author, default: 1] -= 1
+        if receiptsByAuthor[held.author] == 0 {
+            receiptsByAuthor.removeValue(forKey: held.author)
+            receiptBuckets.removeValue(forKey: held.author)
+        }
+    }
+
+    private mutating func offerEphemeral(_ value: LiveValue, now: Double) -> Outcome {
+        var author: Author
+        if let held = authors[value.author], held.instance == value.instance {
+            author = held
+        } else {
+            guard authors[value.author] != nil || authors.count < limits.authors else { return .refused("\(limits.authors) authors held") }
+            author = Author(instance: value.instance, tokens: limits.burst, refilled: now)
+        }
+        guard value.version > author.version else { return .refused("not newer than the last value of its author") }
+        author.tokens = min(limits.burst, author.tokens + (now - author.refilled) * limits.ratePerSecond)
+        author.refilled = now
+        guard author.tokens >= 1 else { return .refused("more than \(Int(limits.ratePerSecond)) values a second") }
+        let held = author.values[value.path]
+        if value.value != .null, held == nil, author.values.count >= limits.valuesPerAuthor {
+            return .refused("\(limits.valuesPerAuthor) values held of this author")
+        }
+        author.tokens -= 1
+        author.version = value.version
+        if value.value == .null { author.values.removeValue(forKey: value.path) } else { author.values[value.path] = value }
+        authors[value.author] = author  // an earlier instance's values go (the node calls `keep` first, to show it)
+        return held?.value == value.value || (held == nil && value.value == .null) ? .unchanged : .changed(value.path)
+    }
+
+    /// Forgets every typing and status value of `author` (its node was lost, stopped, or
+    /// restarted as a new instance); returns the paths that changed.
+    public mutating func forget(_ author: PublicKey) -> [Path] {
+        guard let held = authors.removeValue(forKey: author) else { return [] }
+        return held.values.keys.sorted()
+    }
+
+    /// Forgets `author`'s typing and status values unless they come from `instance`.
+    public mutating func keep(_ author: PublicKey, instance: [UInt8]) -> [Path] {
+        guard let held = authors[author], held.instance != instance else { return [] }
+        return forget(author)
+    }
+
+    /// Authors holding typing or status values.
+    public var ephemeralAuthors: [PublicKey] { Array(authors.keys) }
+
+    /// Every value to show: typing flags, statuses and receipts, by path.
+    public var entries: [(Path, JSONValue)] {
+        var out = [(Path, JSONValue)]()
+        for author in authors.values { for (path, value) in author.values { out.append((path, value.value)) } }
+        for (path, value) in receipts { out.append((path, value.value)) }
+        return out
+    }
+
+    /// The typing and status values of one author, as signed (to send a newly met peer).
+    public func values(of author: PublicKey) -> [LiveValue] {
+        authors[author].map { Array($0.values.values) } ?? []
+    }
+
+    /// How many typing and status values are held in all.
+    public var ephemeralCount: Int { authors.values.reduce(0) { $0 + $1.values.count } }
+
+    /// The receipt held at `path`.
+    public func receipt(at path: Path) -> LiveValue? { receipts[path] }
+}

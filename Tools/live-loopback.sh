@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Live state between real processes on loopback (Protocol.md §5.7): two nodes discover each
+# other by beacons on a discovery port of this run's own; a typing flag set through A's local API
+# shows on B, adds no record on either node, and disappears from B within three beacon intervals
+# (6 s) of A being killed with SIGKILL, which clears nothing; B then shows A offline with a last
+# seen. A cannot set B's flag through its API.
+# Usage: Tools/live-loopback.sh [path/to/lanchat]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LANCHAT=${1:-.build/debug/lanchat}
+. Tools/harness.sh
+
+port_base=$((20000 + RANDOM % 20000))
+disc=$((port_base + 10))
+has_api() { grep -q '"api"' "$1" 2>/dev/null; }
+for n in a b; do "$LANCHAT" init --data "$work/$n" --name "node $n" >/dev/null || exit 1; done
+start() {  # start NAME PORT
+    "$LANCHAT" run --data "$work/$1" --listen 127.0.0.1:$2 --discovery-port $disc --discovery-interface lo \
+        --api 127.0.0.1:0 --api-token "token-$1" 2>>"$work/$1.log" &
+    pids+=($!)
+    until_true 15 has_api "$work/$1/node.json" || { echo "node $1 did not start" >&2; cat "$work/$1.log" >&2; exit 1; }
+}
+start a $((port_base + 1)); pid_a=${pids[-1]}
+start b $((port_base + 2))
+api() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$work/$1/node.json"; }
+uid() { "$LANCHAT" whoami --data "$work/$1" 2>/dev/null | grep -o '[A-Za-z0-9_-]\{43\}' | head -1; }
+call() {  # call NODE METHOD PATH [BODY]
+    curl -s -X "$2" -H "Authorization: Bearer token-$1" ${4:+--data "$4"} "http://$(api "$1")$3"
+}
+status_of() { curl -s -o /dev/null -w '%{http_code}' -X "$2" -H "Authorization: Bearer token-$1" ${4:+--data "$4"} "http://$(api "$1")$3"; }
+records() { call "$1" GET /.lanchat/status | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])'; }
+ua=$(uid a) ub=$(uid b)
+check "user ids" "43 43" "${#ua} ${#ub}"
+hears() { call b GET "/presence/$ua/state.json" | grep -q online; }
+until_true 15 hears; check "B hears A" 0 $?
+
+before="$(records a) $(records b)"
+flag="/conversations/general/typingIndicator/$ua.json"
+check "A sets its flag" 200 "$(status_of a PUT "$flag" true)"
+shows() { [ "$(call b GET "$flag")" == "$1" ]; }
+until_true 5 shows true; check "B shows A typing" 0 $?
+check "A cannot set B's flag" 403 "$(status_of a PUT "/conversations/general/typingIndicator/$ub.json" true)"
+check "no record on either node" "$before" "$(records a) $(records b)"
+
+kill -9 "$pid_a"; killed=$(date +%s.%N)
+until_true 10 shows null; gone=$?
+took=$(python3 -c "import time; print(round(time.time() - $killed, 1))")
+check "B drops A's flag after A is killed" 0 $gone
+# The flag goes three intervals after A's last beacon, which came at most one interval before
+# the kill: within 6 s of it, plus the node's 0.5 s beat and this script's polling (curl).
+check "within three beacon intervals (6 s) and a beat: took ${took} s" 1 "$(python3 -c "print(int($took <= 7.0))")"
+offline() { call b GET "/presence/$ua/state.json" | grep -q offline; }
+until_true 5 offline; check "B shows A offline" 0 $?
+check "with a last seen" 1 "$(call b GET "/presence/$ua/lastSeen.json" | grep -c '^[0-9]\{13\}$')"
+
+if [ "$failed" -gt 0 ]; then for n in a b; do echo "--- node $n log" >&2; tail -20 "$work/$n.log" >&2; done; fi
+echo "live loopback: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
