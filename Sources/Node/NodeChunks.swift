@@ -25,14 +25,30 @@ extension Node {
         return (info.missing.count, info.manifest.chunks.count)
     }
 
-    /// Wants the files that messages and profiles refer to, within the eager quota.
-    func fetchReferencedFiles() {
+    /// Wants the files that messages and profiles refer to, within the eager quota: those whose
+    /// reference is new since the last call, those that `paths` (files whose entry or manifest
+    /// just arrived) made fetchable, and those left over for want of quota last time. A file
+    /// wanted once stays wanted in the fetcher until its chunks arrive, so nothing is read again
+    /// for it; reading every reference at every turn cost a node with a year of chat a fifth of
+    /// its time.
+    func fetchReferencedFiles(paths: Set<String> = []) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let files = try? store.referencedIncompleteFiles() else { return }
+        var files = [FileInfo]()
+        if let (fresh, last) = try? store.referencedIncompleteFiles(after: fileRefsRead) {
+            fileRefsRead = last
+            files += fresh
+        }
+        let again = paths.union(filesOverQuota)
+        filesOverQuota.removeAll()
+        if !again.isEmpty, let found = try? store.referencedIncompleteFiles(paths: again) { files += found }
         var budget = config.eagerFetchBytes
         for file in files {
             let bytes = file.missing.count * Int(file.manifest.chunkSize)
-            guard bytes <= budget else { continue }
+            guard bytes <= budget else {
+                // Wanted at a later turn, unless it is beyond the quota on its own.
+                if bytes <= config.eagerFetchBytes { filesOverQuota.insert(file.path) }
+                continue
+            }
             budget -= bytes
             track(file)
             fetcher.want(file.missing)

@@ -196,7 +196,9 @@ struct ZoneStore {
         guard let url else { return }
         let path = Store.storagePath(fromURL: url) ?? url
         guard (try? FileEntry.validate(path: path)) != nil else { return }
-        try db.run("INSERT OR IGNORE INTO file_refs(path) VALUES (?)", [.text(path)])
+        // Kept in NFC, the spelling files are stored under, so a file that arrives later finds
+        // its references by path (`referencedIncompleteFiles(paths:)`).
+        try db.run("INSERT OR IGNORE INTO file_refs(path) VALUES (?)", [.text(FileEntry.canonicalPath(path))])
     }
 
     static func encode(_ value: JSONValue) -> SQLValue {
