@@ -27,10 +27,13 @@ extension Node {
 
     /// Wants the files that messages and profiles refer to, within the eager quota: those whose
     /// reference is new since the last call, those that `paths` (files whose entry or manifest
-    /// just arrived) made fetchable, and those left over for want of quota last time. A file
-    /// wanted once stays wanted in the fetcher until its chunks arrive, so nothing is read again
-    /// for it; reading every reference at every turn cost a node with a year of chat a fifth of
-    /// its time.
+    /// just arrived) made fetchable, and those left over for want of quota once chunks wanted
+    /// earlier have arrived. A file wanted once stays wanted in the fetcher until its chunks
+    /// arrive, so nothing is read again for it; reading every reference at every turn cost a
+    /// node with a year of chat (tens of thousands of photos no peer had) a fifth of its time.
+    ///
+    /// The quota bounds the chunks wanted without being asked at any time: what the fetcher
+    /// still wants counts against it (each chunk at most `Store.chunkSize`).
     func fetchReferencedFiles(paths: Set<String> = []) {
         dispatchPrecondition(condition: .onQueue(queue))
         var files = [FileInfo]()
@@ -38,15 +41,19 @@ extension Node {
             fileRefsRead = last
             files += fresh
         }
-        let again = paths.union(filesOverQuota)
-        filesOverQuota.removeAll()
+        var budget = config.eagerFetchBytes - fetcher.pendingCount * Store.chunkSize
+        var again = paths
+        if budget > 0 {
+            again.formUnion(filesOverQuota)
+            filesOverQuota.removeAll()
+        }
         if !again.isEmpty, let found = try? store.referencedIncompleteFiles(paths: again) { files += found }
-        var budget = config.eagerFetchBytes
         for file in files {
-            let bytes = file.missing.count * Int(file.manifest.chunkSize)
+            // Chunks wanted already (the same file found again) are counted in the budget already.
+            let bytes = file.missing.count { !fetcher.isWanted($0) } * Int(file.manifest.chunkSize)
             guard bytes <= budget else {
                 // Wanted at a later turn, unless it is beyond the quota on its own.
-                if bytes <= config.eagerFetchBytes { filesOverQuota.insert(file.path) }
+                if file.missing.count * Int(file.manifest.chunkSize) <= config.eagerFetchBytes { filesOverQuota.insert(file.path) }
                 continue
             }
             budget -= bytes
