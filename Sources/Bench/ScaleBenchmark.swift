@@ -101,14 +101,22 @@ enum ScaleBenchmark {
                 let low = "\u{1}conversations\u{1}\(cid)\u{1}messages\u{1}", high = "\u{1}conversations\u{1}\(cid)\u{1}messages\u{2}"
                 rawTimes.append(try measure {
                     var bytes = 0
-                    try db.query("SELECT zone, value FROM zones WHERE zone > ? AND zone < ? ORDER BY zone DESC LIMIT 50", [.text(low), .text(high)]) { row in
-                        bytes += row.text(0).utf8.count + row.blob(1).count
+                    // A message's value is in its row, or (written once) in its record.
+                    try db.query("""
+                        SELECT zone, value, CASE WHEN length(value) = 0 THEN (SELECT bytes FROM records WHERE seq = zones.first_seq) END
+                        FROM zones WHERE zone > ? AND zone < ? ORDER BY zone DESC LIMIT 50
+                        """, [.text(low), .text(high)]) { row in
+                        bytes += row.text(0).utf8.count + row.blob(1).count + (row.isNull(2) ? 0 : row.blob(2).count)
                     }
                     precondition(bytes > 0, "no rows for \(cid)")
                 })
             }
         }
         log("queries: API median \(ms(median(apiTimes))) ms, raw \(ms(median(rawTimes))) ms")
+
+        // The web chat against the same node, in headless Chromium.
+        log("web chat")
+        let web = WebChatTiming.measure(lanchat: lanchat, data: a)
 
         // Cold sync to a fresh node over loopback.
         let b = dir + "/b"
@@ -159,7 +167,7 @@ enum ScaleBenchmark {
             "| **node memory, idle** | **\(mb(idle.anon)) anonymous** (+ \(mb(idle.file)) file-backed) | at most 150 MB anonymous | |",
             "| **query**: newest 50 messages of a conversation over the API, \(apiTimes.count) queries (half on the 3 largest) | **median \(ms(median(apiTimes))) ms, p99 \(ms(pct(apiTimes, 99))) ms** | raw SQLite range scan of the same rows: median \(ms(median(rawTimes))) ms, p99 \(ms(pct(rawTimes, 99))) ms | \(r(median(apiTimes) / median(rawTimes))) |",
             "| node memory during the queries | peak \(mb(queryPeak.anon)) anonymous, \(mb(afterQueries.anon)) after | at most 250 MB; back down after | |",
-            "| web chat: time to first messages shown | not measured yet | | |",
+            webRow(web),
             "| raw Ed25519 verify, one core, before and after the cold sync | \(f(verifyBeforeSync)), \(f(verifyAfterSync)) /s | | |",
             "| **cold sync** of a new node over loopback (connect, reconcile, transfer, verify, store, materialize) | **\(f(syncRate)) records/s** (\(r(syncSeconds)) s) | \(cores) cores x verify = \(f(syncCeiling))/s; target at least 0.7 | \(r(syncRate / syncCeiling)) |",
             "| new node's memory during the cold sync | peak \(mb(syncPeak.anon)) anonymous (+ \(mb(syncPeak.file)) file-backed); \(mb(newcomerIdle.anon)) idle after | at most 250 MB anonymous | |",
@@ -190,6 +198,19 @@ enum ScaleBenchmark {
             usleep(5_000)
         }
         return false
+    }
+
+    /// The table's row of the web chat's times (or why they are missing).
+    static func webRow(_ web: Result<WebChatTiming, BenchError>) -> String {
+        switch web {
+        case let .success(timing):
+            func s(_ xs: [Double]) -> String { xs.map { String(format: "%.2f", $0) }.joined(separator: ", ") }
+            return "| **web chat** in headless Chromium, \(timing.list.count) loads with a fresh profile: from navigation until the conversation list shows "
+                + "(\(timing.conversationsShown) conversations); then from a click on the newest until its last \(timing.messagesShown) messages show "
+                + "| **list \(s(timing.list)) s; messages \(s(timing.messages)) s** | | |"
+        case let .failure(error):
+            return "| web chat: time to first messages shown | not measured: \(error.description) | | |"
+        }
     }
 
     /// The record count `lanchat status` reports for the node running on `data`.

@@ -23,6 +23,19 @@ enum NodeCommands {
             """,
         options: RunOptions.specs + [RunOptions.configOption]
     )) { context in
+        // The stop signals are caught before anything slow (opening a large store, binding), so
+        // one sent right after start is not lost: it waits for the main queue, which runs once
+        // the node is up, and then stops it cleanly.
+        let stopping = StopAction()
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        var sources = [any DispatchSourceSignal]()
+        for number in [SIGINT, SIGTERM] {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler { stopping.run() }
+            source.resume()
+            sources.append(source)
+        }
         let settings = try ConfigFile.resolve(context.arguments, options: RunOptions.specs,
                                               directory: context.dataDirectory, environment: context.console.environment)
         let args = settings.arguments
@@ -59,21 +72,24 @@ enum NodeCommands {
         if config.discovery { fields.append(("discovery_port", String(config.discoveryPort))) }
         logger.log(.info, "lanchat node \(runtime.node.userID) listening on \(runtime.node.listenAddress), network \(network.fingerprint)\(config.discovery ? ", discovery on UDP \(config.discoveryPort)" : "")", fields: fields)
         logger.log(.info, "local API on http://\(api.address) (token: lanchat status shows it)", fields: [("api", "http://\(api.address)")])
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        var sources = [any DispatchSourceSignal]()
-        for number in [SIGINT, SIGTERM] {
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler {
-                logger.log(.info, "stopping")
-                runtime.node.queue.sync { api.close() }
-                runtime.stop()
-                exit(0)
-            }
-            source.resume()
-            sources.append(source)
+        stopping.action = {
+            logger.log(.info, "stopping")
+            runtime.node.queue.sync { api.close() }
+            runtime.stop()
         }
         withExtendedLifetime(sources) { dispatchMain() }
+    }
+
+    /// What a stop signal does, set once the node runs; used on the main queue only (signal
+    /// handlers run there, after start-up has returned to `dispatchMain`).
+    final class StopAction: @unchecked Sendable {
+        var action: (() -> Void)?
+
+        func run() {
+            dispatchPrecondition(condition: .onQueue(.main))
+            action?()
+            exit(0)
+        }
     }
 
     static func address(_ text: String, option: String) throws -> SocketAddress {

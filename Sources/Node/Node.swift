@@ -52,6 +52,10 @@ public final class Node: @unchecked Sendable {
     var fetcher = ChunkFetcher<Int>(window: 64, batch: 32)
     /// Files being fetched, by storage path, for the log line when each completes.
     var fileFetches: [String: FileFetch] = [:]
+    /// The last row of the store's file references read by `fetchReferencedFiles`.
+    var fileRefsRead: Int64 = 0
+    /// Referenced files left over when the eager quota of a turn ran out, wanted at the next.
+    var filesOverQuota = Set<String>()
     /// The store's connection for fetched chunks, used by `chunkIntake` only.
     let chunkWriter: ChunkWriter
     /// Where arrived chunks are checked against their hashes and stored, beside the node's queue.

@@ -163,7 +163,9 @@ extension Node {
             relay(fresh.map(\.encoded), except: slot)
         }
         notifyObservers(added)
-        if added.contains(where: Node.mayReferenceFiles) { fetchReferencedFiles() }
+        if added.contains(where: Node.mayReferenceFiles) {
+            fetchReferencedFiles(paths: (try? store.filePaths(touchedBy: added)) ?? [])
+        }
     }
 
     /// Whether a record may make a referenced file appear: a file entry or manifest, or a write
@@ -216,6 +218,9 @@ extension Node {
         }
         guard !encodings.isEmpty else { return }
         notifyObservers(records)
+        if records.contains(where: Node.mayReferenceFiles) {
+            fetchReferencedFiles(paths: (try? store.filePaths(touchedBy: records)) ?? [])
+        }
         relay(encodings, except: nil)
         for bytes in encodings where bytes.count <= config.datagramRecordBytes {
             let datagram = Datagram.push(bytes).seal(key: datagramKey)

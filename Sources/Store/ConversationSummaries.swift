@@ -96,12 +96,14 @@ extension Store {
         if let title = try db.first("SELECT value FROM leaves WHERE path = ? AND kind = 3", [.text(titleKey)], { $0.text(0) }) {
             summary.title = ConversationSummary.cut(title)
         }
-        if let (zone, bytes) = try db.first(
-            "SELECT zone, value FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL ORDER BY zone DESC LIMIT 1",
-            [.text(low), .text(high)], { ($0.text(0), $0.blob(1)) }) {
-            let path = try StoreKey.path(zone)
+        if let (path, value) = try db.first(
+            "SELECT zone, \(ZoneStore.valueColumns) FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL ORDER BY zone DESC LIMIT 1",
+            [.text(low), .text(high)], { row -> (Path, JSONValue) in
+                let path = try StoreKey.path(row.text(0))
+                return (path, try ZoneStore.storedValue(row, column: 1, zone: Zone.of(path)))
+            }) {
             summary.lastKey = path.key
-            summary.last = ConversationSummary.preview(try ZoneStore.decode(bytes, zone: Zone.of(path)))
+            summary.last = ConversationSummary.preview(value)
         }
         summary.readKey = try readMark(id)
         if summary.lastKey != nil {

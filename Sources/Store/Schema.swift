@@ -1,5 +1,7 @@
 import Crypto
 import SQLite
+import Tree
+import Wire
 
 /// The store's schema as numbered migrations (never edit a shipped one; add the next number).
 ///
@@ -25,6 +27,8 @@ import SQLite
 ///   are zones (`/users`, a conversation's messages), see `ZoneOrders`.
 /// - `read_marks` (migration 9): the last message key the node's user has read in each
 ///   conversation, see `ConversationSummaries`.
+/// - Migration 10: a zone whose value is its first record's root pair keeps an empty blob in
+///   `value` instead (`ZoneStore.valueColumns`), and each message list has its key ordering.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -169,7 +173,52 @@ enum Schema {
                 key TEXT NOT NULL
             ) STRICT, WITHOUT ROWID;
             """),
+        Migration(version: 10, name: "message values kept in their records, message lists ordered by key ahead of need") { db in
+            try valuesInRecords(db)
+        },
     ]
+
+    /// Migration 10 brings a store to what ingest now writes:
+    /// - a zone whose value is exactly its first record's pair at the zone's root keeps the
+    ///   empty marker instead of the value (`ZoneStore.valueColumns`); nothing else changes, so
+    ///   the tree reads the same;
+    /// - every message list has its key ordering (`ZoneOrders.declareKeyOrder`), so that no
+    ///   first query of a conversation builds it;
+    /// - file references are kept in NFC (`ZoneStore.noteReferences`).
+    ///
+    /// Zones are read a slice at a time in key order, so memory does not grow with the store.
+    static func valuesInRecords(_ db: Connection) throws {
+        let orders = ZoneOrders(db: db)
+        var after = ""
+        while true {
+            var slice = [(key: String, value: [UInt8], record: [UInt8]?, firstSeq: Bool)]()
+            try db.query("""
+                SELECT zone, value, (SELECT bytes FROM records WHERE seq = zones.first_seq), first_seq IS NOT NULL
+                FROM zones WHERE zone > ? ORDER BY zone LIMIT 2048
+                """, [.text(after)]) { row in
+                slice.append((row.text(0), row.isNull(1) ? [] : row.blob(1), row.isNull(2) ? nil : row.blob(2), row.int64(3) != 0))
+            }
+            guard let last = slice.last else { break }
+            after = last.key
+            var lists = Set<Path>()
+            for row in slice {
+                guard let path = try? StoreKey.path(row.key) else { continue }
+                let zone = Zone.of(path)
+                if case .message = zone, let list = zone.root.parent { lists.insert(list) }
+                guard row.firstSeq, !row.value.isEmpty, let bytes = row.record,
+                      let record = try? Record.decode(bytes, verify: false), case let .write(pairs) = record.body,
+                      let pair = pairs.first(where: { $0.path == zone.root }),
+                      TreeValueCodec.encode(pair.value).encoded() == row.value else { continue }
+                try db.run("UPDATE zones SET value = X'' WHERE zone = ?", [.text(row.key)])
+            }
+            for list in lists { try orders.declareKeyOrder(list: list) }
+        }
+        let refs = try db.all("SELECT path FROM file_refs") { $0.text(0) }
+        for path in refs where FileEntry.canonicalPath(path) != path {
+            try db.run("DELETE FROM file_refs WHERE path = ?", [.text(path)])
+            try db.run("INSERT OR IGNORE INTO file_refs(path) VALUES (?)", [.text(FileEntry.canonicalPath(path))])
+        }
+    }
 
     /// Migration 8: a message or profile was kept three times (the record, the zone's folded
     /// value, and each pair again in `zone_pairs`, with two 72-byte write orders per zone). Now a

@@ -66,10 +66,11 @@ struct TreeReader {
             found = true
             root.insert(Store.relativeSegments(row.text(0), below: key), LeafValue.decode(kind: row.int64(1), row: row, column: 2))
         }
-        try db.query("SELECT zone, value FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL", [.text(low), .text(high)]) { row in
+        try db.query("SELECT zone, \(ZoneStore.valueColumns) FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL",
+                     [.text(low), .text(high)]) { row in
             let zoneKey = row.text(0)
             let zonePath = try StoreKey.path(zoneKey)
-            let value = try ZoneStore.decode(row.blob(1), zone: Zone.of(zonePath))
+            let value = try ZoneStore.storedValue(row, column: 1, zone: Zone.of(zonePath))
             found = true
             root.graft(Store.relativeSegments(zoneKey, below: key), value)
         }

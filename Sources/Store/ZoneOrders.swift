@@ -94,14 +94,30 @@ struct ZoneOrders {
         return id
     }
 
-    /// Fills an ordering's rows from the zones of its list, one zone at a time.
+    /// Declares the key ordering of a message list (what a chat's "last messages" asks for) when
+    /// the list has none yet, building it from the zones already there. Called as each message
+    /// zone is created, at import and sync, so that no reader pays for building it: the first
+    /// query of a long conversation used to take seconds.
+    func declareKeyOrder(list: Path) throws {
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zone_orders(list, field) VALUES (?, '$key')")
+        defer { statement.reset(); statement.clearBindings() }
+        try statement.bind(.text(StoreKey.of(list)), at: 1)
+        while try statement.step() {}
+        guard db.changes == 1 else { return }
+        try build(db.lastInsertRowID, list: list, field: "$key")
+    }
+
+    /// Fills an ordering's rows from the zones of its list, one zone at a time (their values are
+    /// read only when the ordering needs them).
     func build(_ id: Int64, list: Path, field: String) throws {
         let (low, high) = StoreKey.descendants(StoreKey.of(list))
         var rows: [(SQLValue, SQLValue)] = []
-        try db.query("SELECT zone, value FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL", [.text(low), .text(high)]) { row in
+        let byKey = field == "$key"
+        try db.query("SELECT zone, \(ZoneStore.valueColumns) FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL",
+                     [.text(low), .text(high)]) { row in
             let zonePath = try StoreKey.path(row.text(0))
             guard zonePath.depth == list.depth + 1, let key = zonePath.key else { return }
-            let value = try ZoneStore.decode(row.blob(1), zone: Zone.of(zonePath))
+            let value = byKey ? JSONValue.null : try ZoneStore.storedValue(row, column: 1, zone: Zone.of(zonePath))
             rows.append((.blob(ZoneOrders.encodedValue(value, field: field)), .blob(OrderKey.key(key))))
             if rows.count >= 256 { try insert(id, &rows) }
         }

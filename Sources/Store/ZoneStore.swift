@@ -28,19 +28,21 @@ struct ZoneStore {
         guard ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID) else { return }
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
-        // zone's root is the zone's whole value, already encoded.
-        let firstValue: ArraySlice<UInt8>?
+        // zone's root is the zone's whole value, which its record holds already: the row says so
+        // (`inRecord`) instead of holding the value a second time.
+        let firstValue: FirstValue
         if pair.value == .null {
-            firstValue = nil
+            firstValue = .none
         } else if relative.isRoot {
-            firstValue = encodedValue
+            firstValue = .inRecord
         } else if case let .blob(bytes) = ZoneStore.encode(JSONValue.null.setting(relative, to: pair.value)) {
-            firstValue = bytes[...]
+            firstValue = .bytes(bytes[...])
         } else {
-            firstValue = nil
+            firstValue = .none
         }
         if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
             let value = JSONValue.null.setting(relative, to: pair.value)
+            if case .message = zone, let list = zone.root.parent { try orders.declareKeyOrder(list: list) }
             try orders.zoneChanged(zone, old: .null, new: value)
             try noteReferences(zone, value)
             return
@@ -48,10 +50,10 @@ struct ZoneStore {
         // Every record but the zone's first (`first_seq`) is noted, for the folds to come.
         try insertReference(zone: zoneKey, seq: seq)
 
-        guard let row = try db.first("SELECT owner, last_seq, value FROM zones WHERE zone = ?", [.text(zoneKey)], {
-            ($0.blob(0), $0.isNull(1) ? nil : $0.int64(1), $0.isNull(2) ? nil : $0.blob(2))
+        guard let row = try db.first("SELECT owner, last_seq, \(ZoneStore.valueColumns) FROM zones WHERE zone = ?", [.text(zoneKey)], {
+            ($0.blob(0), $0.isNull(1) ? nil : $0.int64(1), try ZoneStore.storedValue($0, column: 2, zone: zone))
         }) else { return }
-        let (owner, lastSeq, stored) = row
+        let (owner, lastSeq, current) = row
         guard author.bytes == owner else {
             if case let .message(_, key) = zone { try claim(zone, key: key, by: author, authorID: authorID, from: owner) }
             return
@@ -63,7 +65,6 @@ struct ZoneStore {
             try refold(zone)  // older than what the value already holds: fold again in order
             return
         }
-        let current = try stored.map { try ZoneStore.decode($0, zone: zone) } ?? .null
         let next = current.setting(relative, to: pair.value)
         try db.run("UPDATE zones SET last_seq = ?, value = ? WHERE zone = ?", [.integer(seq), ZoneStore.encode(next), .text(zoneKey)])
         try orders.zoneChanged(zone, old: current, new: next)
@@ -118,16 +119,29 @@ struct ZoneStore {
 
     /// Creates the zone's row with this pair as its first (unless it exists); returns whether it
     /// was created.
-    private func insertZone(_ zone: String, owner: [UInt8], seq: Int64, value: ArraySlice<UInt8>?) throws -> Bool {
-        let statement = try db.cachedStatement("INSERT OR IGNORE INTO zones(zone, owner, first_seq, last_seq, value) VALUES (?, ?, ?, ?, ?)")
+    private func insertZone(_ zone: String, owner: [UInt8], seq: Int64, value: FirstValue) throws -> Bool {
+        // The marker of a value kept in the record is a literal: an empty slice may bind as NULL.
+        let statement = try db.cachedStatement(value.isInRecord
+            ? "INSERT OR IGNORE INTO zones(zone, owner, first_seq, last_seq, value) VALUES (?, ?, ?, ?, X'')"
+            : "INSERT OR IGNORE INTO zones(zone, owner, first_seq, last_seq, value) VALUES (?, ?, ?, ?, ?)")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.text(zone), at: 1)
         try statement.bind(.blob(owner), at: 2)
         try statement.bind(.integer(seq), at: 3)
         try statement.bind(.integer(seq), at: 4)
-        if let value { try statement.bind(blob: value, at: 5) }
+        if case let .bytes(bytes) = value { try statement.bind(blob: bytes, at: 5) }
         while try statement.step() {}
         return db.changes == 1
+    }
+
+    /// What a new zone row holds as its value.
+    private enum FirstValue {
+        case none
+        /// The value of the zone's first record's pair at the zone's root (`inRecordMarker`).
+        case inRecord
+        case bytes(ArraySlice<UInt8>)
+
+        var isInRecord: Bool { if case .inRecord = self { return true } else { return false } }
     }
 
     /// Folds a zone again from all its pairs: those of its owner that obey the rules, in write
@@ -169,10 +183,41 @@ struct ZoneStore {
 
     /// The value of a zone, relative to its root (null when absent or empty).
     func value(of zone: Zone) throws -> JSONValue {
-        guard let bytes = try db.first("SELECT value FROM zones WHERE zone = ? AND value IS NOT NULL", [.text(StoreKey.of(zone))], {
-            $0.blob(0)
-        }) else { return .null }
-        return try ZoneStore.decode(bytes, zone: zone)
+        try db.first("SELECT \(ZoneStore.valueColumns) FROM zones WHERE zone = ? AND value IS NOT NULL", [.text(StoreKey.of(zone))], {
+            try ZoneStore.storedValue($0, column: 0, zone: zone)
+        }) ?? .null
+    }
+
+    // MARK: Values kept in their record
+
+    /// Two result columns that give a zone's value to `storedValue`: `value`, and the bytes of
+    /// the zone's first record when `value` is the empty marker (in a query of `zones`).
+    ///
+    /// Why: nearly every message is written once, by one pair at its root, and its value is
+    /// then exactly that pair's value, which the record in `records` holds anyway. Keeping it a
+    /// second time in `zones` made up most of that table, a third of the store. A zone whose
+    /// value is its first record's root pair holds an empty blob instead (never a valid
+    /// encoding, and not NULL, which means "no value"); any later change of the value writes it
+    /// whole, as before.
+    static let valueColumns = "value, CASE WHEN length(value) = 0 THEN (SELECT bytes FROM records WHERE seq = zones.first_seq) END"
+
+    /// The zone's value from the two `valueColumns` starting at `column`; null when absent.
+    static func storedValue(_ row: Row, column: Int32, zone: Zone) throws -> JSONValue {
+        if row.isNull(column) { return .null }
+        let bytes = row.blob(column)
+        if !bytes.isEmpty { return try decode(bytes, zone: zone) }
+        return try valueInRecord(row.isNull(column + 1) ? nil : row.blob(column + 1), zone: zone)
+    }
+
+    /// The value of the pair at the zone's root in a record's bytes. The record was verified when
+    /// stored; bytes that no longer decode, or hold no such pair, are a damaged store.
+    static func valueInRecord(_ bytes: [UInt8]?, zone: Zone) throws -> JSONValue {
+        let root = zone.root
+        guard let bytes, let record = try? Record.decode(bytes, verify: false), case let .write(pairs) = record.body,
+              let pair = pairs.first(where: { $0.path == root }) else {
+            throw StoreError.corrupt(path: StoreKey.of(zone), reason: "the record that holds this zone's value is missing or damaged")
+        }
+        return pair.value
     }
 
     /// The senderId rule of messages (the owner check is the caller's), for an author's user id;
@@ -196,7 +241,9 @@ struct ZoneStore {
         guard let url else { return }
         let path = Store.storagePath(fromURL: url) ?? url
         guard (try? FileEntry.validate(path: path)) != nil else { return }
-        try db.run("INSERT OR IGNORE INTO file_refs(path) VALUES (?)", [.text(path)])
+        // Kept in NFC, the spelling files are stored under, so a file that arrives later finds
+        // its references by path (`referencedIncompleteFiles(paths:)`).
+        try db.run("INSERT OR IGNORE INTO file_refs(path) VALUES (?)", [.text(FileEntry.canonicalPath(path))])
     }
 
     static func encode(_ value: JSONValue) -> SQLValue {

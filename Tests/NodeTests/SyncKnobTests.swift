@@ -133,6 +133,36 @@ struct SyncKnobTests {
         #expect(try c.read { try $0.readFile(big) } == bigBytes)
     }
 
+    @Test("a photo whose file arrives after the message that shows it is fetched unasked once it arrives")
+    func eagerFetchOfLateFile() throws {
+        let dirA = try CorruptChunkTests.tempDirectory(), dirB = try CorruptChunkTests.tempDirectory()
+        defer { for dir in [dirA, dirB] { try? FileManager.default.removeItem(atPath: dir) } }
+        let logA = LogLines(), logB = LogLines()
+        let a = try Knobs.node(dirA, log: logA)
+        try a.start()
+        defer { a.stop() }
+        let path = "images/late.jpg"
+        let bytes = CorruptChunkTests.imageBytes(chunks: 1)
+        let now = SessionKnobTests.now()
+        let message = try a.write { store, key in
+            try store.push(try Path("/conversations/c/messages"), value: .object([
+                "senderId": .string(key.publicKey.userID), "photoURL": .string("gs://lanchat/\(path)"),
+            ]), signer: key, nowMillis: now).key
+        }
+        let b = try Knobs.node(dirB, peers: [a.listenAddress], log: logB) { config in
+            config.antiEntropyInterval = .milliseconds(100)
+        }
+        try b.start()
+        defer { b.stop() }
+        let messagePath = try Path("/conversations/c/messages/\(message)")
+        #expect(try CorruptChunkTests.eventually(20) { try b.read { try $0.value(at: messagePath) } != .null }, "log B: \(logB.lines)")
+        #expect(try b.read { try $0.fileInfo(path) } == nil)
+        // The file now: its manifest and entry reach B after the reference, and B fetches it unasked.
+        try a.write { store, key in try store.putFile(path, bytes: bytes, signer: key, nowMillis: now + 1) }
+        #expect(try CorruptChunkTests.eventually(20) { try b.read { try $0.fileInfo(path)?.isComplete } == true }, "log B: \(logB.lines)")
+        #expect(try b.read { try $0.readFile(path) } == bytes)
+    }
+
     @Test("a node keeps 64 chunk requests in flight per peer, refills in batches of 32, and asks elsewhere after 10 s")
     func chunkWindowOfANode() throws {
         let dir = try CorruptChunkTests.tempDirectory()
