@@ -26,10 +26,12 @@ let package = Package(
         .target(name: "Tree", dependencies: ["Crypto"]),
         .target(name: "Wire", dependencies: ["Tree", "Crypto"]),
         .target(name: "Sync", dependencies: ["Wire", "Tree", "Crypto"]),
+        // Private conversations: key schedule, sealing and membership, pure like the layers above.
+        .target(name: "Private", dependencies: ["Wire", "Tree", "Crypto"]),
 
         // IO layers.
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "Store", dependencies: ["SQLite", "Wire", "Tree", "Crypto"]),
+        .target(name: "Store", dependencies: ["SQLite", "Private", "Wire", "Tree", "Crypto"]),
         .target(name: "Transport"),
 
         // The composition root: a running node.
@@ -62,6 +64,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["TestSupport", "Crypto"]),
         .testTarget(name: "TreeTests", dependencies: ["TestSupport", "Tree"]),
         .testTarget(name: "WireTests", dependencies: ["TestSupport", "Wire", "Tree", "Crypto"]),
+        .testTarget(name: "PrivateTests", dependencies: ["TestSupport", "Private", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "SQLiteTests", dependencies: ["TestSupport", "SQLite"]),
         .testTarget(name: "SyncTests", dependencies: ["TestSupport", "Sync", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "TransportTests", dependencies: ["TestSupport", "Transport"]),

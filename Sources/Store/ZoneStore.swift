@@ -9,6 +9,9 @@ import Wire
 /// arriving in write order (nearly always) extend the stored value instead.
 struct ZoneStore {
     let db: Connection
+    /// The pairs of a sealed write as this node reads them (nil: none), for folds that read
+    /// records again; writes of private conversations are kept only as ciphertext.
+    var opener: ((Record) -> [WritePair]?)? = nil
 
     /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
     /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
@@ -146,8 +149,13 @@ struct ZoneStore {
                 SELECT seq FROM zone_records WHERE zone = ?1 UNION SELECT first_seq FROM zones WHERE zone = ?1)
             """, [.text(zoneKey)]) { row in
             // Verified when stored; a record that no longer decodes takes no effect (TreeRebuild).
-            guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner,
-                  case let .write(written) = record.body else { return }
+            guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner else { return }
+            let written: [WritePair]
+            switch record.body {
+            case let .write(pairs): written = pairs
+            case .sealedWrite: guard let pairs = opener?(record) else { return }; written = pairs
+            default: return
+            }
             let order = record.order.key
             for pair in written {
                 guard let relative = pair.path.relative(to: root),
