@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["TestSupport", "Transport"]),
         .testTarget(name: "HTTPTests", dependencies: ["TestSupport", "HTTP"]),
         .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "DiskFaults", "LocalAPI", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
-        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"],
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Private", "Wire", "Tree", "Crypto", "SQLite"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),

@@ -9,18 +9,22 @@ public struct GroupMeta: Hashable, Sendable {
     public let title: String
     /// Sorted, no duplicates.
     public let members: [PublicKey]
+    /// Whether new members read the history: then each epoch after the first hands on the
+    /// previous one's key.
+    public let sharesHistory: Bool
     /// The epoch this one follows and its key, when members of this epoch may read the
     /// previous one (and so, link by link, all history).
     public let previous: (epoch: Digest32, key: [UInt8])?
 
-    public init(title: String, members: some Sequence<PublicKey>, previous: (epoch: Digest32, key: [UInt8])? = nil) {
+    public init(title: String, members: some Sequence<PublicKey>, sharesHistory: Bool = false, previous: (epoch: Digest32, key: [UInt8])? = nil) {
         self.title = title
         self.members = Array(Set(members)).sorted()
+        self.sharesHistory = sharesHistory || previous != nil
         self.previous = previous
     }
 
     public static func == (a: GroupMeta, b: GroupMeta) -> Bool {
-        a.title == b.title && a.members == b.members && a.previous?.epoch == b.previous?.epoch && a.previous?.key == b.previous?.key
+        a.title == b.title && a.members == b.members && a.sharesHistory == b.sharesHistory && a.previous?.epoch == b.previous?.epoch && a.previous?.key == b.previous?.key
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -29,17 +33,18 @@ public struct GroupMeta: Hashable, Sendable {
         hasher.combine(previous?.epoch)
     }
 
-    /// meta = [title, [+ member], previous] ; previous = null / [epoch id, key]
+    /// meta = [title, [+ member], history, previous] ; previous = null / [epoch id, key]
     public func encoded() -> [UInt8] {
         let prev: CBOR = previous.map { .array([.bytes($0.epoch.bytes), .bytes($0.key)]) } ?? .null
-        return CBOR.array([.text(title), .array(members.map { .bytes($0.bytes) }), prev]).encoded()
+        return CBOR.array([.text(title), .array(members.map { .bytes($0.bytes) }), .bool(sharesHistory), prev]).encoded()
     }
 
     /// Decodes untrusted (if authenticated) bytes: strictly, within the record limits.
     public static func decode(_ bytes: [UInt8]) throws(PrivateError) -> GroupMeta {
         guard let item = try? CBORDecoder.decode(bytes, limits: CBORLimits(maxDepth: 3, maxItems: 3 * PrivateLimits.maxBoxes + 8)),
-              case let .array(f) = item, f.count == 3, case let .text(title) = f[0], case let .array(memberItems) = f[1] else {
-            throw .badMeta("meta is [title, [members], previous]")
+              case let .array(f) = item, f.count == 4, case let .text(title) = f[0], case let .array(memberItems) = f[1],
+              case let .bool(history) = f[2] else {
+            throw .badMeta("meta is [title, [members], history, previous]")
         }
         guard title.utf8.count <= maxTitleBytes else { throw .badMeta("title over \(maxTitleBytes) bytes") }
         var members = [PublicKey]()
@@ -51,7 +56,7 @@ public struct GroupMeta: Hashable, Sendable {
             throw .badMeta("members are 1...\(PrivateLimits.maxBoxes) keys in strictly increasing order")
         }
         var previous: (Digest32, [UInt8])?
-        switch f[2] {
+        switch f[3] {
         case .null: previous = nil
         case let .array(p):
             guard p.count == 2, case let .bytes(id) = p[0], let digest = try? Digest32(bytes: id),
@@ -59,8 +64,8 @@ public struct GroupMeta: Hashable, Sendable {
             previous = (digest, key)
         default: throw .badMeta("previous is null or [epoch id, key]")
         }
-        let meta = GroupMeta(title: title, members: members, previous: previous)
-        return meta
+        guard history || previous == nil else { throw .badMeta("previous handed on without history") }
+        return GroupMeta(title: title, members: members, sharesHistory: history, previous: previous)
     }
 }
 
