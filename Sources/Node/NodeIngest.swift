@@ -215,6 +215,7 @@ extension Node {
             }
         }
         guard !encodings.isEmpty else { return }
+        try? store.privateRecordsStoredElsewhere(records)
         notifyObservers(records)
         relay(encodings, except: nil)
         for bytes in encodings where bytes.count <= config.datagramRecordBytes {

@@ -68,7 +68,7 @@ extension Store {
 
     /// A newly stored key, sealed write or leave record.
     func applyPrivate(_ record: Record, seq: Int64) throws {
-        if privateControl != nil, let conversation = record.privateConversation, record.kind != .sealedWrite {
+        if privateControl != nil, let conversation = record.privateConversationID, record.kind != .sealedWrite {
             privateControl![conversation, default: []].append(record)
             memberships[conversation] = nil
         }
@@ -177,7 +177,7 @@ extension Store {
         var found = [String: [Record]]()
         try db.query("SELECT bytes FROM records WHERE kind IN (?, ?)",
                       [.integer(Int64(RecordKind.groupKey.rawValue)), .integer(Int64(RecordKind.leave.rawValue))]) { row in
-            guard let record = try? Record.decode(row.blob(0), verify: false), let conversation = record.privateConversation else { return }
+            guard let record = try? Record.decode(row.blob(0), verify: false), let conversation = record.privateConversationID else { return }
             found[conversation, default: []].append(record)
         }
         privateControl = found
@@ -208,14 +208,16 @@ extension Store {
     }
 }
 
-extension Record {
-    /// The private conversation a key, sealed write or leave record belongs to.
-    var privateConversation: String? {
-        switch body {
-        case let .groupKey(b): return b.conversation
-        case let .sealedWrite(b): return b.conversation
-        case let .leave(b): return b.conversation
-        default: return nil
-        }
+extension Store {
+    /// Another process (a CLI command on the same data directory) stored `records`: key and
+    /// leave records among them change memberships this store keeps in memory, so those are
+    /// read again and what they let this node read is folded in (applying twice changes nothing).
+    public func privateRecordsStoredElsewhere(_ records: [Record]) throws {
+        let changed = Set(records.compactMap { $0.kind == .sealedWrite ? nil : $0.privateConversationID })
+        guard !changed.isEmpty else { return }
+        privateControl = nil
+        for conversation in changed { memberships[conversation] = nil }
+        guard privateDevice != nil else { return }
+        try transaction { for conversation in changed.sorted() { try materializePrivate(conversation) } }
     }
 }

@@ -167,3 +167,15 @@ public enum PrivateBodies {
         return pairs
     }
 }
+
+extension Record {
+    /// The private conversation a key, sealed write or leave record belongs to; nil for others.
+    public var privateConversationID: String? {
+        switch body {
+        case let .groupKey(b): return b.conversation
+        case let .sealedWrite(b): return b.conversation
+        case let .leave(b): return b.conversation
+        case .write, .manifest, .file: return nil
+        }
+    }
+}
