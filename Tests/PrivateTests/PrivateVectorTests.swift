@@ -22,7 +22,7 @@ struct PrivateVectorTests {
         let vectors = try ProtocolVectors.of(kind: "private-key-record")
         #expect(vectors.count == 1)
         for v in vectors {
-            let creator = try Self.key(v, "seed"), member = try Self.key(v, "member-seed"), outsider = try Self.key(v, "outsider-seed")
+            let creator = try Self.key(v, "seed"), member = try Self.key(v, "member-seed"), outsider = try PrivateKey(seedBytes: [UInt8](repeating: 3, count: 32))
             let salt = Hex.decode(v["salt"]!)!
             let conversation = ConversationID.group(creator: creator.publicKey, salt: salt)
             let direct = ConversationID.direct(creator.publicKey, member.publicKey)

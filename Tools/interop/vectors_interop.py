@@ -1141,14 +1141,19 @@ def open_box(box, seed):
 
 
 def check_private_key_record(v):
-    creator_seed, member_seed, outsider_seed = v.hex("seed", 32), v.hex("member-seed", 32), v.hex("outsider-seed", 32)
+    creator_seed, member_seed, outsider_seed = v.hex("seed", 32), v.hex("member-seed", 32), bytes([3]) * 32
     creator, member = ed25519_public(creator_seed), ed25519_public(member_seed)
     salt, epoch, key = v.hex("salt", 32), v.uint("epoch"), v.hex("epoch-key", 32)
     cid = group_id(creator, salt)
     compare("conversation", cid.encode(), v.text("conversation").encode())
     compare("direct", direct_id(creator, member).encode(), v.text("direct").encode())
     import base64
-    members = sorted(base64.urlsafe_b64decode(m.strip() + "=") for m in v.text("members").split(","))
+    members = []
+    for text in (m.strip() for m in v.text("members").split(",")):
+        decoded = base64.urlsafe_b64decode(text + "=")
+        require(len(decoded) == 32 and b64url(decoded) == text, f"{text} is not a user id (§1)")
+        members.append(decoded)
+    members.sort()
     meta = encode([v.text("title"), members, False, None])
     compare("meta", meta, v.hex("meta"))
     given = v.hex("record")
