@@ -19,6 +19,9 @@ extension Store {
 
     /// Creates a group with `members` (the creator is always one) and returns its id.
     public func createGroup(title: String, members: [PublicKey], sharesHistory: Bool, signer: PrivateKey, nowMillis: UInt64) throws -> String {
+        guard title.utf8.count <= GroupMeta.maxTitleBytes else {
+            throw StoreError.permissionDenied(path: "a group title of \(title.utf8.count) bytes (at most \(GroupMeta.maxTitleBytes))")
+        }
         let salt = secureRandomBytes(PrivateLimits.saltBytes)
         let conversation = ConversationID.group(creator: signer.publicKey, salt: salt)
         let meta = GroupMeta(title: title, members: members + [signer.publicKey], sharesHistory: sharesHistory)
