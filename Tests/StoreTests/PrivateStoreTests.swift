@@ -158,6 +158,9 @@ struct PrivateStoreTests {
         let reopened = try store(for: bob, at: path)
         #expect(Set(try messages(reopened, cid).objectKeys) == ["m1", "m2"])
         #expect(try reopened.privateInfo(cid)?.members == [alice.publicKey, bob.publicKey].sorted())
+        let summary = try reopened.conversationSummary(cid, me: bob.publicKey.userID)
+        #expect(summary?.isPrivate == true && summary?.with == alice.publicKey.userID, "the list marks it private and names the other member")
+        #expect(try reopened.conversationSummary("general", me: bob.publicKey.userID)?.isPrivate != true)
     }
 }
 
