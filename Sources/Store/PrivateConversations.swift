@@ -22,6 +22,7 @@ extension Store {
     public func usePrivateKeys(of identity: PrivateKey) throws {
         privateIdentity = identity
         privateDevice = identity.x25519()
+        privateControl = nil
         memberships = [:]
         let marker = Hex.encode(privateDevice!.publicKey.bytes)
         try transaction {
@@ -67,13 +68,14 @@ extension Store {
     }
 
     /// A newly stored key, sealed write or leave record.
+    ///
+    /// Only conversations this node holds a key of are kept in memory and judged again when
+    /// their membership changes: key records of any other (made by anyone, for anyone) cost one
+    /// try of their sealed keys and nothing more, and leaves there cost nothing.
     func applyPrivate(_ record: Record, seq: Int64) throws {
-        if privateControl != nil, let conversation = record.privateConversationID, record.kind != .sealedWrite {
-            privateControl![conversation, default: []].append(record)
-            memberships[conversation] = nil
-        }
+        guard let conversation = record.privateConversationID else { return }
         guard !rebuildingTree else { return }  // private conversations are folded at the end
-        guard privateDevice != nil else {
+        guard let device = privateDevice else {
             // Shown once a key is given (`usePrivateKeys` folds what is missing).
             try db.run("DELETE FROM meta WHERE key = ?", [.text(Store.privateDeviceMetaKey)])
             return
@@ -82,9 +84,20 @@ extension Store {
         case let .sealedWrite(body):
             try applySealed(record, body, seq: seq, membership: try membership(of: body.conversation))
         case let .groupKey(body):
-            try membershipChanged(body.conversation, by: record)
-        case let .leave(body):
-            try membershipChanged(body.conversation, by: record)
+            guard ConversationID.mayKey(body, author: record.author) else { return }  // counts for nothing
+            if try controlRecords()[conversation] == nil {
+                guard KeySchedule.openKey(body, with: device) != nil else { return }  // still none of ours
+                privateControl![conversation] = try controlRecords(of: conversation)  // this one included
+            } else {
+                privateControl![conversation]!.append(record)
+            }
+            memberships[conversation] = nil
+            try membershipChanged(conversation, by: record)
+        case .leave:
+            guard try controlRecords()[conversation] != nil else { return }
+            privateControl![conversation]!.append(record)
+            memberships[conversation] = nil
+            try membershipChanged(conversation, by: record)
         default:
             return
         }
@@ -165,23 +178,45 @@ extension Store {
             return Membership(conversation: conversation, records: [], device: X25519PrivateKey())
         }
         let records = (try controlRecords()[conversation] ?? []).filter { $0.id != excluded }
+        guard !records.isEmpty else { return Membership(conversation: conversation, records: [], device: device) }
         let membership = Membership(conversation: conversation, records: records, device: device)
         if excluded == nil { memberships[conversation] = membership }
         return membership
     }
 
-    /// Key and leave records by conversation, read from the store once and kept up to date by
-    /// `applyPrivate`.
+    /// Key and leave records of the conversations this node holds a key of (one of their key
+    /// records that counts opens for its device), by conversation: read from the store once and
+    /// kept up to date by `applyPrivate`. Empty while no device key is given.
     func controlRecords() throws -> [String: [Record]] {
         if let known = privateControl { return known }
+        guard let device = privateDevice else { return [:] }
         var found = [String: [Record]]()
-        try db.query("SELECT bytes FROM records WHERE kind IN (?, ?)",
-                      [.integer(Int64(RecordKind.groupKey.rawValue)), .integer(Int64(RecordKind.leave.rawValue))]) { row in
-            guard let record = try? Record.decode(row.blob(0), verify: false), let conversation = record.privateConversationID else { return }
-            found[conversation, default: []].append(record)
+        try scanControlRecords(of: nil) { found[$0, default: []].append($1) }
+        found = found.filter { _, records in
+            records.contains { record in
+                guard case let .groupKey(body) = record.body else { return false }
+                return ConversationID.mayKey(body, author: record.author) && KeySchedule.openKey(body, with: device) != nil
+            }
         }
         privateControl = found
         return found
+    }
+
+    /// The key and leave records of one conversation, read from the store.
+    func controlRecords(of conversation: String) throws -> [Record] {
+        var found = [Record]()
+        try scanControlRecords(of: conversation) { found.append($1) }
+        return found
+    }
+
+    /// Calls `body` with every key and leave record (of `conversation`, or of all).
+    private func scanControlRecords(of conversation: String?, _ body: (String, Record) -> Void) throws {
+        try db.query("SELECT bytes FROM records WHERE kind IN (?, ?)",
+                      [.integer(Int64(RecordKind.groupKey.rawValue)), .integer(Int64(RecordKind.leave.rawValue))]) { row in
+            guard let record = try? Record.decode(row.blob(0), verify: false), let id = record.privateConversationID,
+                  conversation == nil || id == conversation else { return }
+            body(id, record)
+        }
     }
 
     /// Every sealed write of `conversation`, with its arrival number.

@@ -164,6 +164,36 @@ struct PrivateStoreTests {
     }
 }
 
+extension PrivateStoreTests {
+    @Test("key records of groups this node is not in are stored but not kept in memory, and change nothing")
+    func othersGroupsCostNothing() throws {
+        let c = try store(for: carol)
+        let strangers = try store(for: bob)
+        var records = [Record]()
+        for i in 0..<20 {
+            let cid = try strangers.createGroup(title: "g\(i)", members: [alice.publicKey], sharesHistory: false, signer: bob, nowMillis: now + UInt64(i))
+            try strangers.set(try Path("/conversations/\(cid)/messages/m"), to: ["senderId": .string(bob.publicKey.userID), "text": "x"],
+                              signer: bob, nowMillis: now + 100)
+        }
+        records = try allRecords(strangers)
+        _ = try c.ingest(records, nowMillis: now + 200)
+        #expect(try c.recordCount() == 40)
+        #expect(try c.controlRecords().isEmpty, "nothing kept for groups carol holds no key of")
+        #expect(try c.value(at: .root) == .null)
+        // Carol's own group, and a forged epoch of it by bob: only alice's counts.
+        let a = try store(for: alice)
+        let cid = try a.createGroup(title: "mine", members: [carol.publicKey], sharesHistory: false, signer: alice, nowMillis: now)
+        _ = try c.ingest(try allRecords(a), nowMillis: now + 200)
+        #expect(try c.controlRecords().keys.sorted() == [cid])
+        let forged = KeySchedule.makeKeyBody(conversation: cid, epoch: 9, salt: [UInt8](repeating: 0x5A, count: 32), key: EpochKey(),
+                                             meta: GroupMeta(title: "taken", members: [bob.publicKey, carol.publicKey]),
+                                             author: bob.publicKey, recipients: [try carol.publicKey.x25519()])
+        _ = try c.ingest([try Record.make(body: .groupKey(forged), clock: (now + 300) << 16, signer: bob)], nowMillis: now + 400)
+        #expect(try c.value(at: try Path("/conversations/\(cid)/meta/title")) == "mine")
+        #expect(try c.controlRecords()[cid]?.count == 1)
+    }
+}
+
 extension JSONValue {
     var objectKeys: [String] {
         guard case let .object(members) = self else { return [] }
