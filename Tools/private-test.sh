@@ -78,5 +78,32 @@ check "bob cannot write any more" 1 $?
 check "alice sees one member left" 1 "$("$LANCHAT" group members --data "$work/alice" "$cid" | wc -l)"
 
 cat "$work/interop-member.out" "$work/interop-outsider.out"
+# Alice adds Bob again; he reads what is sent from then on. Then he leaves: Alice's node makes a
+# new key without him at once, and what she sends next he cannot read.
+"$LANCHAT" group add --data "$work/alice" "$cid" "$bob"
+"$LANCHAT" send --data "$work/alice" "$cid" "welcome back" >/dev/null
+until_true 30 reads "$cid" "welcome back"; check "bob, added again, reads the new message" 0 $?
+check "bob, added again, still cannot read what was sent while he was out" 0 "$("$LANCHAT" messages --data "$work/bob" "$cid" | grep -c "$after")"
+"$LANCHAT" group leave --data "$work/bob" "$cid"
+keys_of_alice() { "$LANCHAT" export --data "$work/alice" 2>/dev/null | "$PY" -c "
+import sys, cbor2, struct
+data = sys.stdin.buffer.read()[16:]; n = 0
+while True:
+    (l,) = struct.unpack('>I', data[:4]); data = data[4:]
+    if l == 0: break
+    n += cbor2.loads(data[:l])[1] == 5; data = data[l:]
+print(n)"; }
+rekeyed() { [ "$(keys_of_alice)" -ge 4 ]; }
+until_true 30 rekeyed; check "alice's node makes a new key when bob leaves" 0 $?
+"$LANCHAT" send --data "$work/alice" "$cid" "after bob left" >/dev/null
+until_true 30 synced bob; check "bob receives the records after leaving" 0 $?
+check "bob cannot read what is sent after he left" 0 "$("$LANCHAT" messages --data "$work/bob" "$cid" | grep -c "after bob left")"
+"$LANCHAT" export --data "$work/alice" > "$work/alice.lcx" 2>/dev/null
+"$PY" Tools/interop/private_interop.py "$work/alice.lcx" "$work/bob/identity.key" "after bob left" --cannot-read > "$work/interop-left.out"
+check "PyNaCl with bob's key cannot read what was sent after he left" 0 $?
+"$PY" Tools/interop/private_interop.py "$work/alice.lcx" "$work/bob/identity.key" "welcome back" > /dev/null
+check "PyNaCl with bob's key reads what was sent while he was a member" 0 $?
+check "the leaver is no member" 1 "$("$LANCHAT" group members --data "$work/alice" "$cid" | wc -l)"
+
 echo "private conversations: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -88,3 +88,14 @@ extension Store {
         _ = try transaction { try writeRecord(.groupKey(body), signer: signer, nowMillis: nowMillis) }
     }
 }
+
+extension Store {
+    /// Whether the current epoch of a group `creator` made still seals its key to someone who
+    /// has left since: then the creator's node makes a new epoch without them.
+    public func epochOutlivesLeaves(_ conversation: String, creator: PublicKey) throws -> Bool {
+        let membership = try membership(of: conversation)
+        guard membership.creator == creator, let (_, open) = membership.writableEpoch(for: creator),
+              let members = membership.currentMembers else { return false }
+        return !Set(open.meta.members).isSubset(of: members)
+    }
+}

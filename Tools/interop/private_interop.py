@@ -7,6 +7,8 @@ identity and XChaCha20-Poly1305, hashlib for BLAKE2b.
                                                       and a message says TEXT; exit 0
     private_interop.py STREAM KEYFILE TEXT --outsider a non-member's key: no box, meta or
                                                       sealed write opens, TEXT is nowhere; exit 0
+    private_interop.py STREAM KEYFILE TEXT --cannot-read  a former member's key: whatever else
+                                                      opens, no message saying TEXT does; exit 0
 
 KEYFILE is a node's key file (the 32-byte Ed25519 seed). Prints what it found; exits 1 otherwise.
 """
@@ -62,6 +64,7 @@ def xopen(key, sealed, ad):
 def main():
     stream_path, key_path, text = sys.argv[1:4]
     outsider = "--outsider" in sys.argv[4:]
+    former = "--cannot-read" in sys.argv[4:]
     stream = open(stream_path, "rb").read()
     seed = open(key_path, "rb").read()
     signing = SigningKey(seed)
@@ -108,7 +111,10 @@ def main():
                 found = True
                 print(f"{path}: {value['text']!r} from {value.get('senderId')}")
     print(f"{len(writes)} sealed writes, {opened} opened, {opened_meta} key records opened")
-    if outsider:
+    if former:
+        ok = not found
+        print("the former member cannot read it" if ok else "FAIL: a former member read the message")
+    elif outsider:
         ok = opened == 0 and opened_meta == 0 and text.encode() not in stream
         print("outsider reads nothing" if ok else "FAIL: an outsider read something")
     else:
