@@ -29,10 +29,12 @@ let package = Package(
         .target(name: "Tree", dependencies: ["Crypto"]),
         .target(name: "Wire", dependencies: ["Tree", "Crypto"]),
         .target(name: "Sync", dependencies: ["Wire", "Tree", "Crypto"]),
+        // Private conversations: key schedule, sealing and membership, pure like the layers above.
+        .target(name: "Private", dependencies: ["Wire", "Tree", "Crypto"]),
 
         // IO layers.
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "Store", dependencies: ["SQLite", "Wire", "Tree", "Crypto"]),
+        .target(name: "Store", dependencies: ["SQLite", "Private", "Wire", "Tree", "Crypto"]),
         .target(name: "Transport"),
 
         // The composition root: a running node.
@@ -69,6 +71,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["TestSupport", "Crypto"]),
         .testTarget(name: "TreeTests", dependencies: ["TestSupport", "Tree"]),
         .testTarget(name: "WireTests", dependencies: ["TestSupport", "Wire", "Tree", "Crypto"]),
+        .testTarget(name: "PrivateTests", dependencies: ["TestSupport", "Private", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "SQLiteTests", dependencies: ["TestSupport", "SQLite"]),
         .testTarget(name: "SyncTests", dependencies: ["TestSupport", "Sync", "Wire", "Tree", "Crypto"]),
         .testTarget(name: "TransportTests", dependencies: ["TestSupport", "Transport"]),
@@ -76,7 +79,7 @@ let package = Package(
         .testTarget(name: "WebSocketTests", dependencies: ["TestSupport", "WebSocket", "HTTP"]),
         .testTarget(name: "RealtimeTests", dependencies: ["TestSupport", "Realtime", "WebSocket", "Tree"]),
         .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "DiskFaults", "LocalAPI", "WebSocket", "Realtime", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire"]),
-        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Wire", "Tree", "Crypto", "SQLite"],
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Private", "Wire", "Tree", "Crypto", "SQLite"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),

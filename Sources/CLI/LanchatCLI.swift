@@ -9,7 +9,7 @@ public enum LanchatCLI {
     static let version = "0.1.0"
 
     /// The subcommands, in the order help lists them.
-    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + TransferCommands.all + FileCommands.all + NodeCommands.all + [OpenCommand.open] + [WatchCommand.watch] + UserCommands.all + [ConfigCommand.config, DoctorCommand.doctor]
+    static let commands: [Command] = IdentityCommands.all + TreeCommands.all + ChatCommands.all + PrivateCommands.all + TransferCommands.all + FileCommands.all + NodeCommands.all + [OpenCommand.open] + [WatchCommand.watch] + UserCommands.all + [ConfigCommand.config, DoctorCommand.doctor]
 
     /// Commands that work but are not listed in the overview (the package build runs them).
     static let hiddenCommands: [Command] = DocumentationCommands.all

@@ -17,6 +17,7 @@ struct LocalNode {
         try directory.requireInitialized()
         let identity = try KeyFile.load(from: directory.keyPath)
         let store = try Store(path: directory.databasePath)
+        try store.usePrivateKeys(of: identity)
         return LocalNode(directory: directory, identity: identity, store: store)
     }
 
@@ -27,6 +28,7 @@ struct LocalNode {
         let identity = PrivateKey()
         let store = try Store(path: directory.databasePath)
         try KeyFile.create(identity, at: directory.keyPath)
+        try store.usePrivateKeys(of: identity)
         return LocalNode(directory: directory, identity: identity, store: store)
     }
 

@@ -204,6 +204,17 @@ public enum FuzzSeeds {
         out.append(("manifest", manifest.encoded))
         out.append(("file", try! Record.make(body: .file(FileEntry(path: "images/a.png", manifest: manifest.id)), clock: clock + 11, signer: signer).encoded))
         out.append(("file-deleted", try! Record.make(body: .file(FileEntry(path: "images/a.png", manifest: nil)), clock: clock + 12, signer: signer).encoded))
+        // Private conversations (Protocol.md §11): the shapes of a key record, a sealed write and
+        // a leave, with bytes that decode (what they seal does not matter to the decoder).
+        let group = "g_AAAAAAAAAAAAAAAAAAAA"
+        let key = GroupKeyBody(conversation: group, epoch: 1, salt: [UInt8](repeating: 0x5A, count: 32),
+                               boxes: [[UInt8](repeating: 1, count: 80), [UInt8](repeating: 2, count: 80)], meta: [UInt8](repeating: 3, count: 64))
+        let keyRecord = try! Record.make(body: .groupKey(key), clock: clock + 13, signer: signer)
+        out.append(("private-key", keyRecord.encoded))
+        out.append(("private-sealed-write", try! Record.make(body: .sealedWrite(SealedWriteBody(conversation: group, epoch: keyRecord.id,
+                                                                                                  ciphertext: [UInt8](repeating: 4, count: 296))),
+                                                             clock: clock + 14, signer: signer).encoded))
+        out.append(("private-leave", try! Record.make(body: .leave(LeaveBody(conversation: "d_AAAAAAAAAAAAAAAAAAAA")), clock: clock + 15, signer: signer).encoded))
         return out
     }
 

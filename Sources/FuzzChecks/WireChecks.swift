@@ -98,6 +98,13 @@ public enum WireChecks {
                             "storage path \(f.path.debugDescription) has an empty, \".\" or \"..\" segment")
             }
             body = .array([.text(f.path), f.manifest.map { .bytes($0.bytes) } ?? .null])
+        case let .groupKey(k):
+            try require(k.boxes.count >= 1 && k.boxes.count <= PrivateLimits.maxBoxes, t, "\(k.boxes.count) sealed keys accepted")
+            body = .array([.text(k.conversation), .unsigned(k.epoch), .bytes(k.salt), .array(k.boxes.map { .bytes($0) }), .bytes(k.meta)])
+        case let .sealedWrite(w):
+            body = .array([.text(w.conversation), .bytes(w.epoch.bytes), .bytes(w.ciphertext)])
+        case let .leave(l):
+            body = .array([.text(l.conversation)])
         }
         let rebuilt = CBOR.array([
             .unsigned(Record.version), .unsigned(record.kind.rawValue), .bytes(record.author.bytes),
@@ -141,7 +148,7 @@ public enum WireChecks {
         case .file:
             guard items.count == 2, case let .text(path) = items[0] else { return body }
             return .array([.text(CanonicalText.nfc(path)), items[1]])
-        case .manifest:
+        case .manifest, .groupKey, .sealedWrite, .leave:
             return body
         }
     }

@@ -66,6 +66,10 @@ final class ConversationStreams {
         var ids: [String] = []
         var seen = Set<String>()
         for record in records {
+            if let conversation = record.privateConversationID {
+                if seen.insert(conversation).inserted { ids.append(conversation) }
+                continue
+            }
             guard case let .write(pairs) = record.body else { continue }
             for pair in pairs {
                 let segments = pair.path.segments

@@ -253,6 +253,11 @@ final class EventHub {
         var changes: [Path] = []
         var seen = Set<Path>()
         for record in records {
+            if let conversation = record.privateConversationID {
+                // What a private record changes is known only once decrypted: the conversation.
+                if let changed = try? Path(segments: ["conversations", conversation]), seen.insert(changed).inserted { changes.append(changed) }
+                continue
+            }
             guard case let .write(pairs) = record.body else { continue }
             for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
         }

@@ -108,6 +108,8 @@ public final class Node: @unchecked Sendable {
         self.store = store
         self.world = world
         instance = world.random.bytes(Beacon.instanceByteCount)
+        // The node shows the private conversations its user is a member of (Protocol.md §11).
+        try store.usePrivateKeys(of: identity)
         try store.checkpointInBackground()
         chunkWriter = try store.chunkWriter()
         self.identity = identity

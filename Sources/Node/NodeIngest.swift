@@ -166,6 +166,25 @@ extension Node {
         if added.contains(where: Node.mayReferenceFiles) {
             fetchReferencedFiles(paths: (try? store.filePaths(touchedBy: added)) ?? [])
         }
+        rekeyAfterLeaves(added)
+    }
+
+    /// A member left a group this node's user created: a new epoch without them, so what is
+    /// sent from now on is sealed under a key the leaver never holds (Protocol.md §11.5).
+    func rekeyAfterLeaves(_ records: [Record]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var done = Set<String>()
+        for record in records {
+            guard case let .leave(body) = record.body, done.insert(body.conversation).inserted,
+                  (try? store.epochOutlivesLeaves(body.conversation, creator: identity.publicKey)) == true else { continue }
+            do {
+                try store.changeMembers(body.conversation, adding: [], removing: [], signer: identity, nowMillis: wallMillis())
+                log("a new key for \(body.conversation): \(record.author.userID) left")
+            } catch {
+                log("could not make a new key for \(body.conversation) after a member left: \(error)", level: .error)
+            }
+        }
+        if !done.isEmpty { pickUpLocalWrites() }
     }
 
     /// Whether a record may make a referenced file appear: a file entry or manifest, or a write
@@ -217,6 +236,7 @@ extension Node {
             }
         }
         guard !encodings.isEmpty else { return }
+        try? store.privateRecordsStoredElsewhere(records)
         notifyObservers(records)
         if records.contains(where: Node.mayReferenceFiles) {
             fetchReferencedFiles(paths: (try? store.filePaths(touchedBy: records)) ?? [])

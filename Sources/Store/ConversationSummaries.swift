@@ -18,6 +18,10 @@ public struct ConversationSummary: Equatable, Sendable {
     public var unread: Int
     /// The key the node's user has read up to, if any.
     public var readKey: String?
+    /// Whether it is a private conversation this node reads (`meta/private`, Protocol.md §11).
+    public var isPrivate = false
+    /// For a private direct conversation, the other member's user id.
+    public var with: String?
 
     /// Counting stops here: a list shows "99+" beyond it, and the count stays a bounded scan.
     public static let maxUnread = 100
@@ -31,6 +35,8 @@ public struct ConversationSummary: Equatable, Sendable {
         if let lastKey { fields["lastKey"] = .string(lastKey) }
         if let last { fields["last"] = last }
         if let readKey { fields["readKey"] = .string(readKey) }
+        if isPrivate { fields["private"] = true }
+        if let with { fields["with"] = .string(with) }
         return .object(fields)
     }
 
@@ -95,6 +101,16 @@ extension Store {
         let titleKey = StoreKey.of(try conversation.appending("meta").appending("title"))
         if let title = try db.first("SELECT value FROM leaves WHERE path = ? AND kind = 3", [.text(titleKey)], { $0.text(0) }) {
             summary.title = ConversationSummary.cut(title)
+        }
+        // Shown only by members' nodes, and outranking any write there (Protocol.md §11.5).
+        let meta = try conversation.appending("meta")
+        let privateKey = StoreKey.of(try meta.appending("private"))
+        summary.isPrivate = try db.first("SELECT value FROM leaves WHERE path = ? AND kind = 1", [.text(privateKey)], { $0.int64(0) }) == 1
+        if summary.isPrivate, id.hasPrefix("d_") {
+            let (membersLow, membersHigh) = StoreKey.descendants(StoreKey.of(try meta.appending("members")))
+            try db.query("SELECT path FROM leaves WHERE path >= ? AND path < ? LIMIT 2", [.text(membersLow), .text(membersHigh)]) { row in
+                if let uid = try? StoreKey.path(row.text(0)).key, uid != me { summary.with = uid }
+            }
         }
         if let (path, value) = try db.first(
             "SELECT zone, \(ZoneStore.valueColumns) FROM zones WHERE zone >= ? AND zone < ? AND value IS NOT NULL ORDER BY zone DESC LIMIT 1",

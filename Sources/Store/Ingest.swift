@@ -72,28 +72,43 @@ extension Store {
             try blobs.addManifest(manifest, id: record.id)
         case let .file(entry):
             try blobs.applyFile(entry, author: record.author, order: record.order.key)
+        case .groupKey, .sealedWrite, .leave:
+            // Stored and relayed by every node; shown only by members (Private, §11).
+            try applyPrivate(record, seq: seq)
         case let .write(pairs):
-            let order = record.order.key
-            // Worked out once per record, and only when a protected zone needs them.
-            var valueEncodings: [ArraySlice<UInt8>]?
-            var authorID: String?
-            var profileChanged = false
-            for (index, pair) in pairs.enumerated() {
-                let zone = Zone.of(pair.path)
-                switch zone {
-                case .open:
-                    try materializer.apply(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path), order: order)
-                case .user, .message:
-                    if valueEncodings == nil { valueEncodings = record.pairValueEncodings }
-                    let uid = authorID ?? record.author.userID
-                    authorID = uid
-                    try zones.apply(pair, encodedValue: valueEncodings![index], zone: zone, author: record.author, authorID: uid, order: order, seq: seq)
-                    if case let .user(owner) = zone, owner == uid { profileChanged = true }
-                }
-            }
-            // The users directory follows the author's profile, in the same transaction.
-            if profileChanged, !rebuildingTree, let authorID { try refreshUserDirectory(uid: authorID) }
+            try applyPairs(pairs, encodings: nil, of: record, seq: seq)
         }
+    }
+
+    /// Applies the pairs of a write, or the opened pairs of a sealed write (`encodings` then
+    /// holds each value's canonical encoding), under the write rules. Pairs of a plain write in
+    /// a private conversation take no effect (Protocol.md §11.1).
+    func applyPairs(_ pairs: [WritePair], encodings: [ArraySlice<UInt8>]?, of record: Record, seq: Int64) throws {
+        let order = record.order.key
+        let sealed = encodings != nil
+        // Worked out once per record, and only when a protected zone needs them.
+        var valueEncodings: [ArraySlice<UInt8>]? = encodings
+        var authorID: String?
+        var profileChanged = false
+        for (index, pair) in pairs.enumerated() {
+            if !sealed, Store.reachesPrivate(pair.path) { continue }
+            let zone = Zone.of(pair.path)
+            switch zone {
+            case .open:
+                var value = Zone.stripZones(pair.value, at: pair.path)
+                if !sealed { value = Store.strippingPrivate(value, at: pair.path) }
+                try materializer.apply(path: pair.path, value: value, order: order)
+            case .user, .message:
+                if valueEncodings == nil { valueEncodings = record.pairValueEncodings }
+                let uid = authorID ?? record.author.userID
+                authorID = uid
+                try zones.apply(pair, encodedValue: valueEncodings![index], zone: zone, author: record.author, authorID: uid, order: order, seq: seq,
+                                inPlainRecord: !sealed)
+                if case let .user(owner) = zone, owner == uid { profileChanged = true }
+            }
+        }
+        // The users directory follows the author's profile, in the same transaction.
+        if profileChanged, !rebuildingTree, let authorID { try refreshUserDirectory(uid: authorID) }
     }
 
     var materializer: Materializer { Materializer(db: db) }

@@ -51,6 +51,16 @@ extension Store {
     public func write(_ pairs: [WritePair], signer: PrivateKey, nowMillis: UInt64) throws -> Record {
         for pair in pairs { try checkPermission(pair, author: signer.publicKey) }
         let sorted = pairs.sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
+        // A write into a private conversation is sealed in its current epoch (Protocol.md §11.4);
+        // one record cannot be both sealed and plain, nor sealed for two conversations.
+        let conversations = Set(sorted.map { Store.privateConversation(of: $0.path) })
+        if conversations.count == 1, let conversation = conversations.first!, sorted.allSatisfy({ $0.path.depth >= 3 }) {
+            return try transaction { try writeSealed(sorted, conversation: conversation, signer: signer, nowMillis: nowMillis) }
+        }
+        if conversations.contains(where: { $0 != nil }) {
+            let path = sorted.first { Store.privateConversation(of: $0.path) != nil }!.path
+            throw StoreError.permissionDenied(path: path.description)
+        }
         return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
     }
 

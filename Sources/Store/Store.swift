@@ -1,4 +1,5 @@
 import Crypto
+import Private
 import SQLite
 import Tree
 import Wire
@@ -35,6 +36,14 @@ public final class Store {
     public static let pageCacheKiB = 16_384
     /// Set by `checkpointInBackground`.
     private var checkpointer: BackgroundCheckpointer?
+    /// The identity whose device key opens private conversations (`usePrivateKeys`); without
+    /// it the store shows no private conversation.
+    var privateIdentity: PrivateKey?
+    var privateDevice: X25519PrivateKey?
+    /// Key and leave records of every private conversation, by conversation, read once.
+    var privateControl: [String: [Record]]?
+    /// Membership of each private conversation, worked out again when its key or leave records change.
+    var memberships: [String: Membership] = [:]
 
     /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or

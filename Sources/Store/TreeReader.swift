@@ -10,7 +10,8 @@ extension Store {
         try tellingDiskErrors { try TreeReader(db: db).value(at: path) }
     }
 
-    var zones: ZoneStore { ZoneStore(db: db) }
+    /// The zones, able to fold again the pairs of sealed writes this node may read.
+    var zones: ZoneStore { ZoneStore(db: db, opener: { [unowned self] in self.openedPairs($0) }) }
 
     static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
         storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }

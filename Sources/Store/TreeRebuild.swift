@@ -17,12 +17,23 @@ extension Store {
         try transaction {
             // Another process may have done it between the look above and this transaction.
             guard try db.scalarInt("SELECT value FROM meta WHERE key = 'tree_rebuild'") == 1 else { return }
+            try refoldEverything()
+            try db.run("DELETE FROM meta WHERE key = 'tree_rebuild'")
+        }
+    }
+
+    /// Empties the materialized tree and folds every record again; call inside a transaction.
+    /// Private conversations are folded last, with the keys this store was given; without
+    /// them they are left out, to be folded when `usePrivateKeys` gives them.
+    func refoldEverything() throws {
+        do {
             try db.execute("""
                 DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_records;
                 DELETE FROM files; DELETE FROM file_refs; DELETE FROM zone_order_rows;
                 """)
             rebuildingTree = true
             defer { rebuildingTree = false }
+            privateControl = nil  // read again from the records below, not appended to twice
             // Records are read in arrival order; the fold does not depend on it. They were
             // verified when stored, so only decoded here. A record that no longer decodes (its
             // paths meet once keys are taken in NFC, Protocol.md §5.1) is one this node would
@@ -31,8 +42,13 @@ extension Store {
                 guard let record = try? Record.decode(row.blob(1), verify: false) else { return }
                 try apply(record, seq: row.int64(0))
             }
+            if privateDevice != nil {
+                memberships = [:]
+                for conversation in try controlRecords().keys.sorted() { try materializePrivate(conversation) }
+            } else {
+                try db.run("DELETE FROM meta WHERE key = ?", [.text(Store.privateDeviceMetaKey)])
+            }
             try rebuildUserDirectoryFromTree()
-            try db.run("DELETE FROM meta WHERE key = 'tree_rebuild'")
         }
     }
 }

@@ -9,13 +9,16 @@ import Wire
 /// arriving in write order (nearly always) extend the stored value instead.
 struct ZoneStore {
     let db: Connection
+    /// The pairs of a sealed write as this node reads them (nil: none), for folds that read
+    /// records again; writes of private conversations are kept only as ciphertext.
+    var opener: ((Record) -> [WritePair]?)? = nil
 
     /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
     /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
     /// `TreeValueCodec.encode` would give) and `authorID` the author's user id, both worked out
     /// once per record by the caller.
     func apply(_ pair: WritePair, encodedValue: ArraySlice<UInt8>, zone: Zone, author: PublicKey, authorID: String,
-               order: [UInt8], seq: Int64) throws {
+               order: [UInt8], seq: Int64, inPlainRecord: Bool = true) throws {
         // Someone else's pairs can never count in a profile, so they are not even kept.
         if case let .user(uid) = zone, uid != authorID { return }
         assert(Array(encodedValue) == TreeValueCodec.encode(pair.value).encoded(), "a record's value bytes are not canonical")
@@ -29,11 +32,12 @@ struct ZoneStore {
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
         // zone's root is the zone's whole value, which its record holds already: the row says so
-        // (`inRecord`) instead of holding the value a second time.
+        // (`inRecord`) instead of holding the value a second time. Not for a pair opened from a
+        // sealed write (`inPlainRecord` false): its record holds only ciphertext.
         let firstValue: FirstValue
         if pair.value == .null {
             firstValue = .none
-        } else if relative.isRoot {
+        } else if relative.isRoot && inPlainRecord {
             firstValue = .inRecord
         } else if case let .blob(bytes) = ZoneStore.encode(JSONValue.null.setting(relative, to: pair.value)) {
             firstValue = .bytes(bytes[...])
@@ -160,8 +164,13 @@ struct ZoneStore {
                 SELECT seq FROM zone_records WHERE zone = ?1 UNION SELECT first_seq FROM zones WHERE zone = ?1)
             """, [.text(zoneKey)]) { row in
             // Verified when stored; a record that no longer decodes takes no effect (TreeRebuild).
-            guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner,
-                  case let .write(written) = record.body else { return }
+            guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner else { return }
+            let written: [WritePair]
+            switch record.body {
+            case let .write(pairs): written = pairs
+            case .sealedWrite: guard let pairs = opener?(record) else { return }; written = pairs
+            default: return
+            }
             let order = record.order.key
             for pair in written {
                 guard let relative = pair.path.relative(to: root),

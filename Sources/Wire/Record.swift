@@ -19,6 +19,12 @@ public enum RecordKind: UInt64, Sendable {
     case manifest = 2
     /// A file entry: a storage path names a manifest (or nothing, when deleted).
     case file = 3
+    /// A private conversation's key record: an epoch key sealed to each member (Protocol.md §11).
+    case groupKey = 5
+    /// A write sealed under an epoch key of a private conversation.
+    case sealedWrite = 6
+    /// A member leaves a private conversation.
+    case leave = 7
 }
 
 /// One path/value pair of a write. A null value deletes.
@@ -38,12 +44,18 @@ public enum RecordBody: Hashable, Sendable {
     case write([WritePair])
     case manifest(Manifest)
     case file(FileEntry)
+    case groupKey(GroupKeyBody)
+    case sealedWrite(SealedWriteBody)
+    case leave(LeaveBody)
 
     public var kind: RecordKind {
         switch self {
         case .write: return .write
         case .manifest: return .manifest
         case .file: return .file
+        case .groupKey: return .groupKey
+        case .sealedWrite: return .sealedWrite
+        case .leave: return .leave
         }
     }
 }
@@ -135,7 +147,7 @@ extension RecordBody {
             return .write(pairs.map { WritePair(path: $0.path, value: $0.value.withCanonicalKeys()) })
         case let .file(entry):
             return .file(FileEntry(path: entry.path, manifest: entry.manifest))  // the initializer takes it in NFC
-        case .manifest:
+        case .manifest, .groupKey, .sealedWrite, .leave:
             return self
         }
     }

@@ -37,6 +37,12 @@ enum RecordCodec {
             return encode(manifest)
         case let .file(file):
             return encode(file)
+        case let .groupKey(key):
+            return PrivateBodies.encode(key)
+        case let .sealedWrite(write):
+            return PrivateBodies.encode(write)
+        case let .leave(leave):
+            return PrivateBodies.encode(leave)
         }
     }
 
@@ -50,6 +56,12 @@ enum RecordCodec {
             try file.validate()
         case let .write(pairs):
             try validateWrite(pairs, order: .ofPaths)
+        case let .groupKey(key):
+            try key.validate()
+        case let .sealedWrite(write):
+            try write.validate()
+        case let .leave(leave):
+            try leave.validate()
         }
     }
 
@@ -138,6 +150,15 @@ enum RecordCodec {
             try validate(body)
         case .file:
             body = .file(try decodeFile(fields[4]))
+            try validate(body)
+        case .groupKey:
+            body = .groupKey(try PrivateBodies.decodeGroupKey(fields[4]))
+            try validate(body)
+        case .sealedWrite:
+            body = .sealedWrite(try PrivateBodies.decodeSealedWrite(fields[4]))
+            try validate(body)
+        case .leave:
+            body = .leave(try PrivateBodies.decodeLeave(fields[4]))
             try validate(body)
         }
         assert(id == nil || id == BLAKE2b.digest256(bytes), "the id given is not the hash of the bytes")

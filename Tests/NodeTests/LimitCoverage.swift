@@ -56,6 +56,8 @@ enum LimitCoverage {
         .init(.protocolTable, "Negentropy message", ["SyncTests/NegentropyLimitTests.sentMessageSize", "SyncTests/NegentropyLimitTests.acceptedMessageSize",
                                                      "SyncTests/NegentropyLimitTests.acceptedRanges"]),
         .init(.protocolTable, "Negentropy split", ["SyncTests/NegentropyLimitTests.splitAndList", "SyncTests/NegentropyEncodingTests.initialMessages"]),
+        .init(.protocolTable, "sealed keys per key record", ["PrivateTests/PrivateLimitTests.boxesPerKeyRecord"]),
+        .init(.protocolTable, "private conversation title", ["PrivateTests/PrivateLimitTests.titleBytes"]),
         .init(.protocolTable, "sessions per node", ["NodeTests/SessionKnobTests.sessionCap"]),
         .init(.protocolTable, "handshake and hello", ["NodeTests/SessionKnobTests.handshakeTimeout"]),
         .init(.protocolTable, "session idle", ["NodeTests/SessionKnobTests.idleTimeout"]),

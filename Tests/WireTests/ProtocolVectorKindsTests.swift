@@ -18,6 +18,8 @@ struct ProtocolVectorKindsTests {
         "session": "SyncTests/ProtocolNetworkVectorTests.sessionFrames",
         "handshake": "SyncTests/ProtocolNetworkVectorTests.handshake",
         "reconcile": "SyncTests/ProtocolReconcileVectorTests.exchanges",
+        "private-key-record": "PrivateTests/PrivateVectorTests.keyRecord",
+        "private-write": "PrivateTests/PrivateVectorTests.sealedWrite",
     ]
 
     @Test("every vector is of a kind some test checks")

@@ -427,7 +427,35 @@ def check_file(body):
     require(body[1] is None or (isinstance(body[1], bytes) and len(body[1]) == 32), "manifest id is not 32 bytes or null")
 
 
-BODY_CHECKS = {1: check_write, 2: check_manifest, 3: check_file}
+def valid_private_id(cid):
+    return (isinstance(cid, str) and len(cid) == 22 and cid[:2] in ("g_", "d_")
+            and re.fullmatch(r"[A-Za-z0-9_-]{20}", cid[2:]) is not None)
+
+
+def check_key_body(body):
+    require(isinstance(body, list) and len(body) == 5, "a key record is not an array of 5")
+    cid, epoch, salt, boxes, meta = body
+    require(valid_private_id(cid), "not a private conversation id")
+    require(type(epoch) is int and epoch >= 1, "epoch is not an integer from 1")
+    require(isinstance(salt, bytes) and len(salt) == 32, "salt is not 32 bytes")
+    require(isinstance(boxes, list) and 1 <= len(boxes) <= 1000, "not 1 to 1000 sealed keys")
+    require(all(isinstance(b, bytes) and len(b) == 80 for b in boxes), "a sealed key is not 80 bytes")
+    require(all(a < b for a, b in zip(boxes, boxes[1:])), "sealed keys not in strictly increasing order")
+    require(isinstance(meta, bytes) and len(meta) >= 41, "meta is shorter than 41 bytes")
+
+
+def check_sealed_body(body):
+    require(isinstance(body, list) and len(body) == 3, "a sealed write is not an array of 3")
+    require(valid_private_id(body[0]), "not a private conversation id")
+    require(isinstance(body[1], bytes) and len(body[1]) == 32, "epoch id is not 32 bytes")
+    require(isinstance(body[2], bytes) and len(body[2]) >= 41, "ciphertext is shorter than 41 bytes")
+
+
+def check_leave_body(body):
+    require(isinstance(body, list) and len(body) == 1 and valid_private_id(body[0]), "a leave is not [conversation]")
+
+
+BODY_CHECKS = {1: check_write, 2: check_manifest, 3: check_file, 5: check_key_body, 6: check_sealed_body, 7: check_leave_body}
 
 
 def check_record_bytes(data, what):
@@ -1117,7 +1145,126 @@ def check_handshake(v):
     return "3 messages, hash, transport, wrong key refused"
 
 
+# --------------------------------------------------------------------------------------------
+# Private conversations (§11), from the text: ids, the key schedule, sealed boxes (PyNaCl's
+# SealedBox), XChaCha20-Poly1305 (two constructions), padding written here from ISO/IEC 7816-4.
+
+GROUP_DOMAIN = b"lanchat/group/v1\x00"                           # §11.1
+DIRECT_DOMAIN = b"lanchat/direct/v1\x00"
+META_LABEL = b"lanchat/group-meta/v1"                            # §11.3
+WRITE_LABEL = b"lanchat/sealed-write/v1"                         # §11.4
+
+
+def b64url(data):
+    import base64
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def group_id(creator, salt):
+    return "g_" + b64url(blake2b_256(GROUP_DOMAIN + creator + salt)[:15])
+
+
+def direct_id(a, b):
+    low, high = sorted([a, b])
+    return "d_" + b64url(blake2b_256(DIRECT_DOMAIN + low + high)[:15])
+
+
+def bucket(length):
+    for size in (256, 1024, 4096, 16384, 65536, 262144):
+        if size > length:
+            return size
+    return (length // 65536 + 1) * 65536
+
+
+def pad(data):
+    size = bucket(len(data))
+    return data + b"\x80" + b"\x00" * (size - len(data) - 1)
+
+
+def open_box(box, seed):
+    import nacl.public
+    private, _ = x25519_from_ed25519(seed)
+    try:
+        return nacl.public.SealedBox(nacl.public.PrivateKey(private)).decrypt(box)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def check_private_key_record(v):
+    creator_seed, member_seed, outsider_seed = v.hex("seed", 32), v.hex("member-seed", 32), bytes([3]) * 32
+    creator, member = ed25519_public(creator_seed), ed25519_public(member_seed)
+    salt, epoch, key = v.hex("salt", 32), v.uint("epoch"), v.hex("epoch-key", 32)
+    cid = group_id(creator, salt)
+    compare("conversation", cid.encode(), v.text("conversation").encode())
+    compare("direct", direct_id(creator, member).encode(), v.text("direct").encode())
+    import base64
+    members = []
+    for text in (m.strip() for m in v.text("members").split(",")):
+        decoded = base64.urlsafe_b64decode(text + "=")
+        require(len(decoded) == 32 and b64url(decoded) == text, f"{text} is not a user id (§1)")
+        members.append(decoded)
+    members.sort()
+    meta = encode([v.text("title"), members, False, None])
+    compare("meta", meta, v.hex("meta"))
+    given = v.hex("record")
+    record = check_record_bytes(given, "record")
+    body = record[4]
+    require(record[1] == 5 and record[2] == creator, "not a key record by the creator")
+    require(body[0] == cid and body[1] == epoch and body[2] == salt, "conversation, epoch or salt differ")
+    opened = [k for k in (open_box(b, member_seed) for b in body[3]) if k is not None]
+    require(opened == [key], "no box opens to the epoch key for the member")
+    require(all(open_box(b, outsider_seed) is None for b in body[3]), "a box opens for the outsider")
+    require(any(open_box(b, creator_seed) == key for b in body[3]), "no box opens for the creator")
+    nonce = v.hex("meta-nonce", 24)
+    ad = META_LABEL + b"\x00" + cid.encode() + struct.pack(">Q", epoch) + creator
+    sealed = nonce + xchacha_seal(blake2b_256(META_LABEL, key=key), nonce, meta, ad)
+    compare("sealed meta", sealed, body[4])
+    built = build_record(creator_seed, 5, v.uint("clock"), [cid, epoch, salt, body[3], sealed])
+    compare("record", built, given)
+    compare("id (BLAKE2b-256 of the record)", blake2b_256(built), v.hex("id", 32))
+    RECORDS_BY_NAME[v.name] = given
+    return f"{len(body[3])} sealed keys, {len(given)} bytes"
+
+
+def check_private_write(v):
+    seed = v.hex("seed", 32)
+    author = ed25519_public(seed)
+    cid, epoch_id, key, nonce = v.text("conversation"), v.hex("epoch-id", 32), v.hex("epoch-key", 32), v.hex("nonce", 24)
+    try:
+        pairs = json.loads(v.text("pairs"))
+    except json.JSONDecodeError as exc:
+        raise VectorError(f"pairs are not JSON: {exc}")
+    body = [[path, wire_value(value)] for path, value in pairs]
+    check_write(body)
+    for path, _ in body:
+        keys = path.split("/")[1:]
+        require(len(keys) >= 3 and keys[0] == "conversations" and keys[1] == cid, f"{path} is outside the conversation")
+    plain = encode(body)
+    compare("plaintext", plain, v.hex("plaintext"))
+    require(bucket(len(plain)) == v.uint("padded-size"), "padded-size is not the bucket of the plaintext")
+    ad = WRITE_LABEL + b"\x00" + cid.encode() + epoch_id + author
+    write_key = blake2b_256(WRITE_LABEL, key=key)
+    sealed = nonce + xchacha_seal(write_key, nonce, pad(plain), ad)
+    built = build_record(seed, 6, v.uint("clock"), [cid, epoch_id, sealed])
+    given = v.hex("record")
+    compare("record", built, given)
+    record = check_record_bytes(given, "record")
+    compare("id (BLAKE2b-256 of the record)", blake2b_256(built), v.hex("id", 32))
+    # A member opens it; any other key does not.
+    opened = xchacha_open(write_key, record[4][2][:24], record[4][2][24:], ad)
+    require(opened[:len(plain)] == plain and opened[len(plain)] == 0x80 and not any(opened[len(plain) + 1:]), "bad padding")
+    try:
+        xchacha_open(blake2b_256(WRITE_LABEL, key=bytes(32)), record[4][2][:24], record[4][2][24:], ad)
+        raise VectorError("the ciphertext opens under another key")
+    except VectorError as exc:
+        require("does not open" in str(exc), str(exc))
+    RECORDS_BY_NAME[v.name] = given
+    return f"bucket {len(opened)}, {len(given)} bytes"
+
+
 CHECKS = {
+    "private-key-record": check_private_key_record,
+    "private-write": check_private_write,
     "record": check_record,
     "manifest-record": check_manifest_record,
     "file-record": check_file_record,

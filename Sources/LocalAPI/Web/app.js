@@ -235,6 +235,8 @@
   // A direct conversation's id: both user ids (43 characters each) sorted, joined by "_".
   function directId(a, b) { return [a, b].sort().join('_'); }
   function otherMember(id) {
+    const summary = state.summaries[id];
+    if (summary && typeof summary.with === 'string') return summary.with;  // a private direct conversation
     if (id.length === 87 && id[43] === '_') {
       const a = id.slice(0, 43); const b = id.slice(44);
       if (a === state.me.uid) return b;
@@ -336,7 +338,9 @@
       const title = conversationTitle(row.id);
       const summary = messageSummary(row.last);
       const when = row.last ? formatTime(row.last.date) : '';
-      const signature = [title, summary, when, row.unread, row.id === state.current].join('\u0001');
+      // Private conversations (readable by their members only) carry a lock; public ones a '#'.
+      const isPrivate = !!(state.summaries[row.id] && state.summaries[row.id].private);
+      const signature = [title, summary, when, row.unread, row.id === state.current, isPrivate].join('\u0001');
       if (button.dataset.signature !== signature) {
         button.dataset.signature = signature;
         const avatar = document.createElement('span');
@@ -353,6 +357,12 @@
         side.className = 'item-side';
         const w = document.createElement('span'); w.textContent = when;
         side.appendChild(w);
+        const mark = document.createElement('span');
+        mark.className = 'item-mark';
+        mark.textContent = isPrivate ? '\u{1F512}' : '#';
+        mark.title = isPrivate ? 'Private: only its members can read it' : 'Public: everyone on the network can read it';
+        mark.setAttribute('aria-label', isPrivate ? 'private' : 'public');
+        side.appendChild(mark);
         if (row.unread > 0) {
           const badge = document.createElement('span');
           badge.className = 'badge';
