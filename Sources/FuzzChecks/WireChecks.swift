@@ -98,6 +98,10 @@ public enum WireChecks {
                             "storage path \(f.path.debugDescription) has an empty, \".\" or \"..\" segment")
             }
             body = .array([.text(f.path), f.manifest.map { .bytes($0.bytes) } ?? .null])
+        case let .largeWrite(w):
+            try require(w.size >= 1 && w.size <= LargeWrite.maxSize && Manifest.chunkSizes.contains(w.chunkSize)
+                        && UInt64(w.chunks.count) == (w.size + w.chunkSize - 1) / w.chunkSize, t, "large write outside its limits")
+            body = .array([.bytes(w.content.bytes), .unsigned(w.size), .unsigned(w.chunkSize), .array(w.chunks.map { .bytes($0.bytes) })])
         }
         let rebuilt = CBOR.array([
             .unsigned(Record.version), .unsigned(record.kind.rawValue), .bytes(record.author.bytes),
@@ -141,7 +145,7 @@ public enum WireChecks {
         case .file:
             guard items.count == 2, case let .text(path) = items[0] else { return body }
             return .array([.text(CanonicalText.nfc(path)), items[1]])
-        case .manifest:
+        case .manifest, .largeWrite:
             return body
         }
     }

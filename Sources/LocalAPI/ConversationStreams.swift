@@ -66,6 +66,7 @@ final class ConversationStreams {
         var ids: [String] = []
         var seen = Set<String>()
         for record in records {
+            if case .largeWrite = record.body { return nil }  // its paths are in its content
             guard case let .write(pairs) = record.body else { continue }
             for pair in pairs {
                 let segments = pair.path.segments

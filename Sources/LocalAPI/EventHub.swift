@@ -217,8 +217,15 @@ final class EventHub {
         var changes: [Path] = []
         var seen = Set<Path>()
         for record in records {
-            guard case let .write(pairs) = record.body else { continue }
-            for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
+            switch record.body {
+            case let .write(pairs):
+                for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
+            case .largeWrite:
+                // Its pairs are in chunks, not in the record: every listener reads its location again.
+                if seen.insert(.root).inserted { changes.append(.root) }
+            default:
+                continue
+            }
         }
         for (id, listener) in listeners where listener.query == nil {
             for changed in changes {

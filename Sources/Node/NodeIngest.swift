@@ -164,11 +164,13 @@ extension Node {
         }
         notifyObservers(added)
         if added.contains(where: Node.mayReferenceFiles) { fetchReferencedFiles() }
+        if added.contains(where: { $0.kind == .largeWrite }) { fetchLargeWrites() }
     }
 
     /// Whether a record may make a referenced file appear: a file entry or manifest, or a write
     /// that sets a message's `photoURL` or a profile's `picture`.
     static func mayReferenceFiles(_ record: Record) -> Bool {
+        if case .largeWrite = record.body { return false }
         guard case let .write(pairs) = record.body else { return true }
         return pairs.contains { pair in
             if pair.path.key == "photoURL" || pair.path.key == "picture" { return true }

@@ -73,29 +73,56 @@ extension Store {
         case let .file(entry):
             try blobs.applyFile(entry, author: record.author, order: record.order.key)
         case let .write(pairs):
-            let order = record.order.key
+            var fold = PairFold(record: record, seq: seq)
             // Worked out once per record, and only when a protected zone needs them.
             var valueEncodings: [ArraySlice<UInt8>]?
-            var authorID: String?
-            var profileChanged = false
             for (index, pair) in pairs.enumerated() {
-                let zone = Zone.of(pair.path)
-                switch zone {
-                case .open:
-                    try materializer.apply(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path), order: order)
-                case .user, .message:
+                try fold.apply(pair, in: self) {
                     if valueEncodings == nil { valueEncodings = record.pairValueEncodings }
-                    let uid = authorID ?? record.author.userID
-                    authorID = uid
-                    try zones.apply(pair, encodedValue: valueEncodings![index], zone: zone, author: record.author, authorID: uid, order: order, seq: seq)
-                    if case let .user(owner) = zone, owner == uid { profileChanged = true }
+                    return valueEncodings![index]
                 }
             }
-            // The users directory follows the author's profile, in the same transaction.
-            if profileChanged, !rebuildingTree, let authorID { try refreshUserDirectory(uid: authorID) }
+            try fold.finish(in: self)
+        case let .largeWrite(write):
+            try applyLargeWrite(record, write, seq: seq)
         }
     }
 
     var materializer: Materializer { Materializer(db: db) }
+
+    /// Folds the pairs of one write record, of either kind, one at a time (Protocol.md §5.3, §5.4).
+    struct PairFold {
+        let record: Record
+        let seq: Int64
+        let order: [UInt8]
+        var authorID: String?
+        var profileChanged = false
+
+        init(record: Record, seq: Int64) {
+            self.record = record
+            self.seq = seq
+            order = record.order.key
+        }
+
+        /// `encodedValue` gives the canonical encoding of the pair's value, asked for only when
+        /// the pair falls in a protected zone.
+        mutating func apply(_ pair: WritePair, in store: Store, encodedValue: () -> ArraySlice<UInt8>) throws {
+            let zone = Zone.of(pair.path)
+            switch zone {
+            case .open:
+                try store.materializer.apply(path: pair.path, value: Zone.stripZones(pair.value, at: pair.path), order: order)
+            case .user, .message:
+                let uid = authorID ?? record.author.userID
+                authorID = uid
+                try store.zones.apply(pair, encodedValue: encodedValue(), zone: zone, author: record.author, authorID: uid, order: order, seq: seq)
+                if case let .user(owner) = zone, owner == uid { profileChanged = true }
+            }
+        }
+
+        /// The users directory follows the author's profile, in the same transaction.
+        func finish(in store: Store) throws {
+            if profileChanged, !store.rebuildingTree, let authorID { try store.refreshUserDirectory(uid: authorID) }
+        }
+    }
     var blobs: BlobStore { BlobStore(db: db) }
 }

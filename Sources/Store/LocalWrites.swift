@@ -51,6 +51,10 @@ extension Store {
     public func write(_ pairs: [WritePair], signer: PrivateKey, nowMillis: UInt64) throws -> Record {
         for pair in pairs { try checkPermission(pair, author: signer.publicKey) }
         let sorted = pairs.sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
+        // Too many pairs or bytes for one record: a large write (Protocol.md §3.7), folded alike.
+        if Store.needsLargeWrite(sorted) {
+            return try transaction { try writeLargeRecord(sorted, signer: signer, nowMillis: nowMillis) }
+        }
         return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
     }
 

@@ -10,7 +10,14 @@ extension Store {
         try tellingDiskErrors { try TreeReader(db: db).value(at: path) }
     }
 
-    var zones: ZoneStore { ZoneStore(db: db) }
+    /// The zones, able to read a large write's content when a zone is folded again.
+    var zones: ZoneStore {
+        let store = self
+        return ZoneStore(db: db) { write in
+            if case let .present(content) = try store.largeWriteContent(write) { return content }
+            return nil
+        }
+    }
 
     static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
         storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }

@@ -9,6 +9,8 @@ import Wire
 /// arriving in write order (nearly always) extend the stored value instead.
 struct ZoneStore {
     let db: Connection
+    /// The content of a large write, when held (to fold a zone again from a large write's pairs).
+    var largeWriteContent: ((LargeWrite) throws -> [UInt8]?)? = nil
 
     /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
     /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
@@ -146,13 +148,23 @@ struct ZoneStore {
                 SELECT seq FROM zone_records WHERE zone = ?1 UNION SELECT first_seq FROM zones WHERE zone = ?1)
             """, [.text(zoneKey)]) { row in
             // Verified when stored; a record that no longer decodes takes no effect (TreeRebuild).
-            guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner,
-                  case let .write(written) = record.body else { return }
+            guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner else { return }
             let order = record.order.key
-            for pair in written {
+            let seq = row.int64(0)
+            func take(_ pair: WritePair) {
                 guard let relative = pair.path.relative(to: root),
-                      ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: ownerID) else { continue }
-                pairs.append((order, row.int64(0), relative, pair.value))
+                      ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: ownerID) else { return }
+                pairs.append((order, seq, relative, pair.value))
+            }
+            switch record.body {
+            case let .write(written):
+                for pair in written { take(pair) }
+            case let .largeWrite(write):
+                // Only a content that took effect (held and valid) has pairs to fold.
+                guard let content = try largeWriteContent?(write), (try? LargeWriteContent.validate(content[...])) != nil else { return }
+                try LargeWriteContent.forEachPair(in: content[...], checked: true) { pair, _ in take(pair) }
+            default:
+                return
             }
         }
         pairs.sort { $0.order.lexicographicallyPrecedes($1.order) }

@@ -19,6 +19,8 @@ public enum RecordKind: UInt64, Sendable {
     case manifest = 2
     /// A file entry: a storage path names a manifest (or nothing, when deleted).
     case file = 3
+    /// A write whose pairs travel as chunks named by the record (`LargeWrite`).
+    case largeWrite = 4
 }
 
 /// One path/value pair of a write. A null value deletes.
@@ -38,12 +40,14 @@ public enum RecordBody: Hashable, Sendable {
     case write([WritePair])
     case manifest(Manifest)
     case file(FileEntry)
+    case largeWrite(LargeWrite)
 
     public var kind: RecordKind {
         switch self {
         case .write: return .write
         case .manifest: return .manifest
         case .file: return .file
+        case .largeWrite: return .largeWrite
         }
     }
 }
@@ -135,7 +139,7 @@ extension RecordBody {
             return .write(pairs.map { WritePair(path: $0.path, value: $0.value.withCanonicalKeys()) })
         case let .file(entry):
             return .file(FileEntry(path: entry.path, manifest: entry.manifest))  // the initializer takes it in NFC
-        case .manifest:
+        case .manifest, .largeWrite:
             return self
         }
     }
