@@ -113,7 +113,8 @@ extension Store {
     func splitForZones(_ pairs: [WritePair], author: PublicKey) throws -> [WritePair] {
         var result = [WritePair]()
         for pair in pairs {
-            guard Zone.of(pair.path) == .open else {
+            // A pair in a zone, or one that can neither carry nor clear a zone, is kept as is.
+            guard Zone.of(pair.path) == .open, Zone.mayHoldZones(pair.path.segments) else {
                 result.append(pair)
                 continue
             }
