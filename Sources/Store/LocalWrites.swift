@@ -22,6 +22,10 @@ extension Store {
     /// `update`: replaces each listed child (keys are relative paths, possibly multi-segment).
     @discardableResult
     public func update(_ path: Path, with raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        // More children than any write holds: refused before each is checked.
+        if case let .object(members) = raw, members.count > LargeWrite.maxPairs {
+            throw RecordError.invalidBody("\(members.count) pairs exceed the limit of \(LargeWrite.maxPairs)")
+        }
         var failedRead: (any Error)?
         let children = try UpdateBatch.validateUpdate(at: path, raw, nowMillis: Double(nowMillis)) { currentValue(at: $0, failure: &failedRead) }
         if let failedRead { throw failedRead }

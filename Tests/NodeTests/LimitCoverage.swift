@@ -34,6 +34,8 @@ enum LimitCoverage {
     static let protocolTable: [CoveredLimit] = [
         .init(.protocolTable, "record size", ["WireTests/RecordAndDatagramLimitTests.recordSize", "WireTests/RecordTests.distinctErrors"]),
         .init(.protocolTable, "pairs per write", ["WireTests/RecordAndDatagramLimitTests.pairsPerWrite", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
+        .init(.protocolTable, "large write content", ["StoreTests/LargeWriteTests.recordBounds", "StoreTests/LargeWriteTests.invalidContent",
+                                                      "WireTests/LargeWriteLimitTests.pairCount", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
         .init(.protocolTable, "datagram size", ["WireTests/RecordAndDatagramLimitTests.datagramSize"]),
         .init(.protocolTable, "record pushed by datagram", ["NodeTests/DiscoveryKnobTests.datagramRecordSize"]),
         .init(.protocolTable, "Noise message", ["SyncTests/SessionLimitTests.noiseMessageBytes", "SyncTests/NoiseHandshakeTests.lengths",
