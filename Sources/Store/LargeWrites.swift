@@ -107,8 +107,9 @@ extension Store {
     /// Signs `pairs` (sorted, checked) as a large write: the content's chunks are made durable
     /// in the chunk store first, then the record is stored and folded. Call inside a transaction.
     func writeLargeRecord(_ pairs: [WritePair], signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        let pairs = LargeWriteContent.canonical(pairs)
         try LargeWriteContent.check(pairs)
-        let content = LargeWriteContent.encode(pairs)
+        let content = LargeWriteContent.encode(canonical: pairs)
         guard content.count <= Int(LargeWrite.maxSize) else {
             throw RecordError.tooLarge(size: content.count, limit: Int(LargeWrite.maxSize))
         }
@@ -118,7 +119,14 @@ extension Store {
         } catch let error as SQLiteError {
             throw StoreError.from(error, path: chunkDB.path)
         }
-        return try writeRecord(.largeWrite(write), signer: signer, nowMillis: nowMillis)
+        // The pairs are at hand: folded as they are rather than read back from the chunks.
+        let record = try Record.make(body: .largeWrite(write), clock: try nextClock(nowMillis: nowMillis), signer: signer)
+        if let seq = try insert(record) {
+            var fold = PairFold(record: record, seq: seq)
+            for pair in pairs { try fold.apply(pair, in: self) { TreeValueCodec.encode(pair.value).encoded()[...] } }
+            try fold.finish(in: self)
+        }
+        return record
     }
 
     /// Whether `pairs` must go as a large write: more pairs than a record holds, or an encoding

@@ -93,7 +93,18 @@ public enum LargeWriteContent {
     /// The content of `pairs`: their kind-1 body encoding. The pairs must be a valid write
     /// (`check`) in increasing order of their paths, as `Store.write` sorts them.
     public static func encode(_ pairs: [WritePair]) -> [UInt8] {
-        RecordCodec.encodeBody(RecordBody.write(pairs).withCanonicalKeys()).encoded()
+        RecordCodec.encodeBody(.write(canonical(pairs))).encoded()
+    }
+
+    /// `encode` of pairs already `canonical`.
+    public static func encode(canonical pairs: [WritePair]) -> [UInt8] {
+        RecordCodec.encodeBody(.write(pairs)).encoded()
+    }
+
+    /// `pairs` with every object key of their values in NFC, as a content holds them (§5.1).
+    public static func canonical(_ pairs: [WritePair]) -> [WritePair] {
+        guard case let .write(canonical) = RecordBody.write(pairs).withCanonicalKeys() else { return pairs }
+        return canonical
     }
 
     /// Checks the rules of a write on pairs to be sent as a large write: those of a kind-1 write
