@@ -129,16 +129,20 @@ extension Store {
         return record
     }
 
-    /// Whether `pairs` must go as a large write: more pairs than a record holds, or an encoding
-    /// that would not fit in one (counted with room for the record's other fields).
-    static func needsLargeWrite(_ pairs: [WritePair]) -> Bool {
-        if pairs.count > RecordLimits.maxPairs { return true }
+    enum RecordFit { case record, maybe, large }
+
+    /// Whether `pairs` fit in one record: surely (well below its size), surely not (more pairs
+    /// than a record holds, or an encoding surely past its size), or maybe (close to its size:
+    /// only the encoding tells).
+    static func recordFit(_ pairs: [WritePair]) -> RecordFit {
+        if pairs.count > RecordLimits.maxPairs { return .large }
+        // An upper bound of the encoding, and a lower bound about a ninth of it at worst.
         var estimate = 0
         for pair in pairs {
             estimate += pair.path.storageKey.utf8.count + pair.value.estimatedEncodedBytes + 12
-            if estimate > RecordLimits.maxRecordBytes - 256 { return true }
+            if estimate > 9 * RecordLimits.maxRecordBytes { return .large }
         }
-        return false
+        return estimate <= RecordLimits.maxRecordBytes - 256 ? .record : .maybe
     }
 }
 

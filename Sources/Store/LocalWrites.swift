@@ -56,10 +56,19 @@ extension Store {
         for pair in pairs { try checkPermission(pair, author: signer.publicKey) }
         let sorted = pairs.sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
         // Too many pairs or bytes for one record: a large write (Protocol.md §3.7), folded alike.
-        if Store.needsLargeWrite(sorted) {
+        // Near the record's limit the estimate cannot tell, and the record is tried first.
+        switch Store.recordFit(sorted) {
+        case .large:
             return try transaction { try writeLargeRecord(sorted, signer: signer, nowMillis: nowMillis) }
+        case .record:
+            return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
+        case .maybe:
+            do {
+                return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
+            } catch RecordError.tooLarge {
+                return try transaction { try writeLargeRecord(sorted, signer: signer, nowMillis: nowMillis) }
+            }
         }
-        return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
     }
 
     /// The value at `path` for a server value (an increment) to build on. A read that fails is
