@@ -20,5 +20,5 @@ ready() { [ -n "$(api a)" ] && [ -n "$(api b)" ] && "$LANCHAT" peers --data "$wo
 until_true 20 ready || { echo "big values: nodes did not connect" >&2; tail -5 "$work/a.log" "$work/b.log" >&2; exit 1; }
 "$python" Tools/interop/big_values.py "$(api a)" "$(api b)" "$pid_a"
 status=$?
-[ $status -eq 0 ] || tail -20 "$work/a.log" "$work/b.log" >&2
+[ $status -eq 0 ] || tail -n 20 "$work/a.log" "$work/b.log" >&2
 exit $status
