@@ -17,7 +17,7 @@ listen_a=$(grep -o '"listen":"[^"]*"' "$work/a/node.json" | cut -d'"' -f4)
 "$LANCHAT" run --data "$work/b" --listen 127.0.0.1:0 --no-discovery --api-token owner --peer "$listen_a" 2>"$work/b.log" & pids+=($!)
 api() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['api'])" "$work/$1/node.json" 2>/dev/null; }
 ready() { [ -n "$(api a)" ] && [ -n "$(api b)" ] && "$LANCHAT" peers --data "$work/b" 2>/dev/null | grep -q connected; }
-until_true 20 ready || { echo "big values: nodes did not connect" >&2; tail -5 "$work/a.log" "$work/b.log" >&2; exit 1; }
+until_true 20 ready || { echo "big values: nodes did not connect" >&2; tail -n 5 "$work/a.log" "$work/b.log" >&2; exit 1; }
 "$python" Tools/interop/big_values.py "$(api a)" "$(api b)" "$pid_a"
 status=$?
 [ $status -eq 0 ] || tail -n 20 "$work/a.log" "$work/b.log" >&2
