@@ -60,7 +60,10 @@ def until(seconds, condition):
     return False
 
 
-baseline = memory("VmRSS")
+# Resident memory of its own (RssAnon): the store is read through a memory map, whose pages are
+# the kernel's file cache (RssFile), shared and dropped under pressure.
+baseline = memory("RssAnon")
+baseline_rss = memory("VmRSS")
 
 # The update goes first. Known limit of the store, not of large writes: a leaf of several MiB is
 # one cell of the WITHOUT ROWID table `leaves`, and SQLite reads that whole cell at each seek that
@@ -101,7 +104,7 @@ started = time.monotonic()
 db.reference("big/children", app=app).update(update)
 write_seconds = time.monotonic() - started
 peak = memory("VmHWM")
-after_write = memory("VmRSS")
+after_write = memory("RssAnon")
 status, data = request(api_a, "GET", "/big/children.json?shallow=true")
 check("the 100,000 children on A", status == 200 and len(json.loads(data)) == 100_000, len(data))
 
@@ -128,13 +131,15 @@ def b_has_text():
 
 check("the 10 MB string read back exactly on B", until(120, b_has_text))
 
-# Memory: node A comes back near its resident size before the writes (within 64 MiB).
-came_back = until(60, lambda: memory("VmRSS") <= baseline + 64)
-settled = memory("VmRSS")
+# Memory: node A's own memory comes back near where it was before the writes (within 64 MiB).
+came_back = until(60, lambda: memory("RssAnon") <= baseline + 64)
+settled = memory("RssAnon")
+settled_rss = memory("VmRSS")
 check("node A's memory comes back near its baseline", came_back, f"baseline {baseline:.0f} MiB, now {settled:.0f} MiB")
 
 print(f"big values: update of {size} bytes taken in {write_seconds:.1f} s, on B after {sync_seconds:.1f} s; "
-      f"node A resident {baseline:.0f} MiB before, peak {peak:.0f} MiB (peak before the update {before_peak:.0f} MiB), "
-      f"{after_write:.0f} MiB right after, {settled:.0f} MiB settled")
+      f"node A's own memory (RssAnon) {baseline:.0f} MiB before, {after_write:.0f} MiB right after, {settled:.0f} MiB settled; "
+      f"resident peak (VmHWM, file cache included) {peak:.0f} MiB (before the update {before_peak:.0f} MiB); "
+      f"VmRSS {baseline_rss:.0f} MiB before, {settled_rss:.0f} MiB settled")
 print(f"big values: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
