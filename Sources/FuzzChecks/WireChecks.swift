@@ -98,6 +98,10 @@ public enum WireChecks {
                             "storage path \(f.path.debugDescription) has an empty, \".\" or \"..\" segment")
             }
             body = .array([.text(f.path), f.manifest.map { .bytes($0.bytes) } ?? .null])
+        case let .largeWrite(w):
+            try require(w.size >= 1 && w.size <= LargeWrite.maxSize && Manifest.chunkSizes.contains(w.chunkSize)
+                        && UInt64(w.chunks.count) == (w.size + w.chunkSize - 1) / w.chunkSize, t, "large write outside its limits")
+            body = .array([.bytes(w.content.bytes), .unsigned(w.size), .unsigned(w.chunkSize), .array(w.chunks.map { .bytes($0.bytes) })])
         case let .groupKey(k):
             try require(k.boxes.count >= 1 && k.boxes.count <= PrivateLimits.maxBoxes, t, "\(k.boxes.count) sealed keys accepted")
             body = .array([.text(k.conversation), .unsigned(k.epoch), .bytes(k.salt), .array(k.boxes.map { .bytes($0) }), .bytes(k.meta)])
@@ -148,7 +152,7 @@ public enum WireChecks {
         case .file:
             guard items.count == 2, case let .text(path) = items[0] else { return body }
             return .array([.text(CanonicalText.nfc(path)), items[1]])
-        case .manifest, .groupKey, .sealedWrite, .leave:
+        case .manifest, .largeWrite, .groupKey, .sealedWrite, .leave:
             return body
         }
     }

@@ -66,6 +66,7 @@ final class ConversationStreams {
         var ids: [String] = []
         var seen = Set<String>()
         for record in records {
+            if case .largeWrite = record.body { return nil }  // its paths are in its content
             if let conversation = record.privateConversationID {
                 if seen.insert(conversation).inserted { ids.append(conversation) }
                 continue

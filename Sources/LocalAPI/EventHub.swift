@@ -258,8 +258,15 @@ final class EventHub {
                 if let changed = try? Path(segments: ["conversations", conversation]), seen.insert(changed).inserted { changes.append(changed) }
                 continue
             }
-            guard case let .write(pairs) = record.body else { continue }
-            for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
+            switch record.body {
+            case let .write(pairs):
+                for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
+            case .largeWrite:
+                // Its pairs are in chunks, not in the record: every listener reads its location again.
+                if seen.insert(.root).inserted { changes.append(.root) }
+            default:
+                continue
+            }
         }
         send(changes, value: value)
     }

@@ -63,6 +63,32 @@ extension Node {
         scheduleChunkFetches()
     }
 
+    /// Wants the missing chunks of the large writes waiting for their content: always, whatever
+    /// their size, since they are part of the tree and not files fetched on demand (Protocol.md
+    /// §3.7, §8.5).
+    func fetchLargeWrites() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard (try? store.hasPendingLargeWrites) == true, let missing = try? store.missingLargeWriteChunks(),
+              !missing.isEmpty else { return }
+        fetcher.want(missing)
+        scheduleChunkFetches()
+    }
+
+    /// Folds the large writes whose content is complete now, and tells the observers (the
+    /// local API's listeners) about them as about records just stored.
+    func applyCompletedLargeWrites() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard (try? store.hasPendingLargeWrites) == true else { return }
+        do {
+            let applied = try store.applyCompletedLargeWrites()
+            guard !applied.isEmpty else { return }
+            log("applied \(applied.count) large write\(applied.count == 1 ? "" : "s") whose content arrived")
+            notifyObservers(applied)
+        } catch {
+            log("could not apply large writes: \(error)", level: .error)
+        }
+    }
+
     func scheduleChunkFetches() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard fetcher.pendingCount > 0 else { return }
@@ -136,6 +162,7 @@ extension Node {
             fetcher.want(outcome.batch)
         } else {
             for hash in outcome.batch { noteFetched(hash) }
+            if !outcome.batch.isEmpty { applyCompletedLargeWrites() }
         }
         scheduleChunkFetches()
     }

@@ -166,6 +166,7 @@ extension Node {
         if added.contains(where: Node.mayReferenceFiles) {
             fetchReferencedFiles(paths: (try? store.filePaths(touchedBy: added)) ?? [])
         }
+        if added.contains(where: { $0.kind == .largeWrite }) { fetchLargeWrites() }
         rekeyAfterLeaves(added)
     }
 
@@ -190,6 +191,7 @@ extension Node {
     /// Whether a record may make a referenced file appear: a file entry or manifest, or a write
     /// that sets a message's `photoURL` or a profile's `picture`.
     static func mayReferenceFiles(_ record: Record) -> Bool {
+        if case .largeWrite = record.body { return false }
         guard case let .write(pairs) = record.body else { return true }
         return pairs.contains { pair in
             if pair.path.key == "photoURL" || pair.path.key == "picture" { return true }

@@ -236,6 +236,7 @@ extension Node {
         // timed out: ask them again (they may have fetched the chunks meanwhile).
         if fetcher.pendingCount > 0, fetcher.inFlightCount == 0 { fetcher.forgetLacks() }
         fetchReferencedFiles()
+        fetchLargeWrites()
         for address in config.manualPeers where !sessions.values.contains(where: { $0.manualAddress == address }) {
             if isBanned(address) { continue }  // it broke the protocol: not redialled until the ban ends
             if (manualRetry[address] ?? 0) <= now { connect(to: address, expected: nil, manual: true) }

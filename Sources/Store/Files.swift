@@ -189,7 +189,7 @@ extension Store {
                 paths.insert(FileEntry.canonicalPath(entry.path))
             case .manifest:
                 try db.query("SELECT path FROM files WHERE manifest = ?", [.blob(record.id.bytes)]) { paths.insert($0.text(0)) }
-            case .write, .groupKey, .sealedWrite, .leave:
+            case .write, .largeWrite, .groupKey, .sealedWrite, .leave:
                 continue
             }
         }

@@ -76,41 +76,79 @@ extension Store {
             // Stored and relayed by every node; shown only by members (Private, §11).
             try applyPrivate(record, seq: seq)
         case let .write(pairs):
-            try applyPairs(pairs, encodings: nil, of: record, seq: seq)
+            var fold = PairFold(record: record, seq: seq)
+            // Worked out once per record, and only when a protected zone needs them.
+            var valueEncodings: [ArraySlice<UInt8>]?
+            for (index, pair) in pairs.enumerated() {
+                try fold.apply(pair, in: self) {
+                    if valueEncodings == nil { valueEncodings = record.pairValueEncodings }
+                    return valueEncodings![index]
+                }
+            }
+            try fold.finish(in: self)
+        case let .largeWrite(write):
+            try applyLargeWrite(record, write, seq: seq)
         }
     }
 
-    /// Applies the pairs of a write, or the opened pairs of a sealed write (`encodings` then
-    /// holds each value's canonical encoding), under the write rules. Pairs of a plain write in
-    /// a private conversation take no effect (Protocol.md §11.1).
-    func applyPairs(_ pairs: [WritePair], encodings: [ArraySlice<UInt8>]?, of record: Record, seq: Int64) throws {
-        let order = record.order.key
-        let sealed = encodings != nil
-        // Worked out once per record, and only when a protected zone needs them.
-        var valueEncodings: [ArraySlice<UInt8>]? = encodings
+    /// Applies the opened pairs of a sealed write (`encodings` holds each value's canonical
+    /// encoding) under the write rules.
+    func applyPairs(_ pairs: [WritePair], encodings: [ArraySlice<UInt8>], of record: Record, seq: Int64) throws {
+        var fold = PairFold(record: record, seq: seq, sealed: true)
+        for (index, pair) in pairs.enumerated() {
+            try fold.apply(pair, in: self) { encodings[index] }
+        }
+        try fold.finish(in: self)
+    }
+
+    var materializer: Materializer { Materializer(db: db) }
+
+    /// Folds the pairs of one write record, plain (kind 1), large (kind 4) or sealed and opened
+    /// (kind 6), one at a time (Protocol.md §5.3, §5.4, §11.4).
+    struct PairFold {
+        let record: Record
+        let seq: Int64
+        let order: [UInt8]
+        /// Pairs opened from a sealed write: the only ones that reach into a private conversation
+        /// (a plain write's pairs there take no effect, Protocol.md §11.1).
+        let sealed: Bool
+        /// Whether the record's own bytes hold the pairs (kind 1), so a zone may keep its value
+        /// there instead of a second time (`ZoneStore.valueColumns`).
+        let inPlainRecord: Bool
         var authorID: String?
         var profileChanged = false
-        for (index, pair) in pairs.enumerated() {
-            if !sealed, Store.reachesPrivate(pair.path) { continue }
+
+        init(record: Record, seq: Int64, sealed: Bool = false) {
+            self.record = record
+            self.seq = seq
+            self.sealed = sealed
+            order = record.order.key
+            if case .write = record.body { inPlainRecord = true } else { inPlainRecord = false }
+        }
+
+        /// `encodedValue` gives the canonical encoding of the pair's value, asked for only when
+        /// the pair falls in a protected zone.
+        mutating func apply(_ pair: WritePair, in store: Store, encodedValue: () -> ArraySlice<UInt8>) throws {
+            if !sealed, Store.reachesPrivate(pair.path) { return }
             let zone = Zone.of(pair.path)
             switch zone {
             case .open:
                 var value = Zone.stripZones(pair.value, at: pair.path)
                 if !sealed { value = Store.strippingPrivate(value, at: pair.path) }
-                try materializer.apply(path: pair.path, value: value, order: order)
+                try store.materializer.apply(path: pair.path, value: value, order: order)
             case .user, .message:
-                if valueEncodings == nil { valueEncodings = record.pairValueEncodings }
                 let uid = authorID ?? record.author.userID
                 authorID = uid
-                try zones.apply(pair, encodedValue: valueEncodings![index], zone: zone, author: record.author, authorID: uid, order: order, seq: seq,
-                                inPlainRecord: !sealed)
+                try store.zones.apply(pair, encodedValue: encodedValue(), zone: zone, author: record.author, authorID: uid, order: order, seq: seq,
+                                      inPlainRecord: inPlainRecord)
                 if case let .user(owner) = zone, owner == uid { profileChanged = true }
             }
         }
-        // The users directory follows the author's profile, in the same transaction.
-        if profileChanged, !rebuildingTree, let authorID { try refreshUserDirectory(uid: authorID) }
-    }
 
-    var materializer: Materializer { Materializer(db: db) }
+        /// The users directory follows the author's profile, in the same transaction.
+        func finish(in store: Store) throws {
+            if profileChanged, !store.rebuildingTree, let authorID { try store.refreshUserDirectory(uid: authorID) }
+        }
+    }
     var blobs: BlobStore { BlobStore(db: db) }
 }

@@ -22,6 +22,10 @@ extension Store {
     /// `update`: replaces each listed child (keys are relative paths, possibly multi-segment).
     @discardableResult
     public func update(_ path: Path, with raw: JSONValue, signer: PrivateKey, nowMillis: UInt64) throws -> Record {
+        // More children than any write holds: refused before each is checked.
+        if case let .object(members) = raw, members.count > LargeWrite.maxPairs {
+            throw RecordError.invalidBody("\(members.count) pairs exceed the limit of \(LargeWrite.maxPairs)")
+        }
         var failedRead: (any Error)?
         let children = try UpdateBatch.validateUpdate(at: path, raw, nowMillis: Double(nowMillis)) { currentValue(at: $0, failure: &failedRead) }
         if let failedRead { throw failedRead }
@@ -61,7 +65,20 @@ extension Store {
             let path = sorted.first { Store.privateConversation(of: $0.path) != nil }!.path
             throw StoreError.permissionDenied(path: path.description)
         }
-        return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
+        // Too many pairs or bytes for one record: a large write (Protocol.md §3.7), folded alike.
+        // Near the record's limit the estimate cannot tell, and the record is tried first.
+        switch Store.recordFit(sorted) {
+        case .large:
+            return try transaction { try writeLargeRecord(sorted, signer: signer, nowMillis: nowMillis) }
+        case .record:
+            return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
+        case .maybe:
+            do {
+                return try transaction { try writeRecord(.write(sorted), signer: signer, nowMillis: nowMillis) }
+            } catch RecordError.tooLarge {
+                return try transaction { try writeLargeRecord(sorted, signer: signer, nowMillis: nowMillis) }
+            }
+        }
     }
 
     /// The value at `path` for a server value (an increment) to build on. A read that fails is
@@ -119,7 +136,8 @@ extension Store {
     func splitForZones(_ pairs: [WritePair], author: PublicKey) throws -> [WritePair] {
         var result = [WritePair]()
         for pair in pairs {
-            guard Zone.of(pair.path) == .open else {
+            // A pair in a zone, or one that can neither carry nor clear a zone, is kept as is.
+            guard Zone.of(pair.path) == .open, Zone.mayHoldZones(pair.path.segments) else {
                 result.append(pair)
                 continue
             }

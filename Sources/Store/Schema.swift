@@ -29,6 +29,7 @@ import Wire
 ///   conversation, see `ConversationSummaries`.
 /// - Migration 10: a zone whose value is its first record's root pair keeps an empty blob in
 ///   `value` instead (`ZoneStore.valueColumns`), and each message list has its key ordering.
+/// - `pending_large_writes` (migration 11): large writes whose content is not all here yet.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -176,6 +177,14 @@ enum Schema {
         Migration(version: 10, name: "message values kept in their records, message lists ordered by key ahead of need") { db in
             try valuesInRecords(db)
         },
+        // Large writes (record kind 4) stored before every chunk of their content is held: folded
+        // once the chunks are here (`Store.applyCompletedLargeWrites`). A large write stored
+        // before this migration was refused then (an unknown kind), so none is missing here.
+        Migration(version: 11, name: "large writes waiting for their content", sql: """
+            CREATE TABLE pending_large_writes (
+                seq INTEGER PRIMARY KEY
+            ) STRICT;
+            """),
     ]
 
     /// Migration 10 brings a store to what ingest now writes:

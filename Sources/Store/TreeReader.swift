@@ -10,8 +10,15 @@ extension Store {
         try tellingDiskErrors { try TreeReader(db: db).value(at: path) }
     }
 
-    /// The zones, able to fold again the pairs of sealed writes this node may read.
-    var zones: ZoneStore { ZoneStore(db: db, opener: { [unowned self] in self.openedPairs($0) }) }
+    /// The zones, able to fold again the pairs of sealed writes this node may read and of
+    /// large writes whose content is held.
+    var zones: ZoneStore {
+        let store = self
+        return ZoneStore(db: db, opener: { [unowned self] in self.openedPairs($0) }, largeWriteContent: { write in
+            if case let .present(content) = try store.largeWriteContent(write) { return content }
+            return nil
+        })
+    }
 
     static func relativeSegments(_ storeKey: String, below key: String) -> [String] {
         storeKey.utf8.dropFirst(key.utf8.count).split(separator: 1).map { String(decoding: $0, as: UTF8.self) }

@@ -30,6 +30,7 @@ extension Store {
             try db.execute("""
                 DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_records;
                 DELETE FROM files; DELETE FROM file_refs; DELETE FROM zone_order_rows;
+                DELETE FROM pending_large_writes;
                 """)
             rebuildingTree = true
             defer { rebuildingTree = false }

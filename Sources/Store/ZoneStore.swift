@@ -12,6 +12,8 @@ struct ZoneStore {
     /// The pairs of a sealed write as this node reads them (nil: none), for folds that read
     /// records again; writes of private conversations are kept only as ciphertext.
     var opener: ((Record) -> [WritePair]?)? = nil
+    /// The content of a large write, when held (to fold a zone again from a large write's pairs).
+    var largeWriteContent: ((LargeWrite) throws -> [UInt8]?)? = nil
 
     /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
     /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
@@ -165,17 +167,25 @@ struct ZoneStore {
             """, [.text(zoneKey)]) { row in
             // Verified when stored; a record that no longer decodes takes no effect (TreeRebuild).
             guard let record = try? Record.decode(row.blob(1), verify: false), record.author.bytes == owner else { return }
-            let written: [WritePair]
-            switch record.body {
-            case let .write(pairs): written = pairs
-            case .sealedWrite: guard let pairs = opener?(record) else { return }; written = pairs
-            default: return
-            }
             let order = record.order.key
-            for pair in written {
+            let seq = row.int64(0)
+            func take(_ pair: WritePair) {
                 guard let relative = pair.path.relative(to: root),
-                      ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: ownerID) else { continue }
-                pairs.append((order, row.int64(0), relative, pair.value))
+                      ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: ownerID) else { return }
+                pairs.append((order, seq, relative, pair.value))
+            }
+            switch record.body {
+            case let .write(written):
+                for pair in written { take(pair) }
+            case .sealedWrite:
+                guard let opened = opener?(record) else { return }
+                for pair in opened { take(pair) }
+            case let .largeWrite(write):
+                // Only a content that took effect (held and valid) has pairs to fold.
+                guard let content = try largeWriteContent?(write), (try? LargeWriteContent.validate(content[...])) != nil else { return }
+                try LargeWriteContent.forEachPair(in: content[...], checked: true) { pair, _ in take(pair) }
+            default:
+                return
             }
         }
         pairs.sort { $0.order.lexicographicallyPrecedes($1.order) }

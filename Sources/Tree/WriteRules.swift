@@ -54,7 +54,19 @@ public enum Zone: Hashable, Sendable {
     /// The part of `value` (written at `path` in the open zone) that lies outside every zone.
     /// The result is normalized: objects emptied by the removal vanish.
     public static func stripZones(_ value: JSONValue, at path: Path) -> JSONValue {
-        strip(value, path.segments)
+        guard mayHoldZones(path.segments) else { return value }
+        return strip(value, path.segments)
+    }
+
+    /// Whether a zone root can lie at or below `segments`: the tree root, `/users`, or a path
+    /// above a message (`/conversations`, `/conversations/$cid`, `.../messages`). Elsewhere (most
+    /// of a large update's pairs) a value holds nothing of a zone, which is worth knowing before
+    /// walking it.
+    public static func mayHoldZones(_ segments: [String]) -> Bool {
+        guard let first = segments.first else { return true }
+        if first == "users" { return segments.count <= 2 }
+        if first == "conversations" { return segments.count <= 4 && (segments.count < 3 || segments[2] == "messages") }
+        return false
     }
 
     private static func strip(_ value: JSONValue, _ segments: [String]) -> JSONValue {

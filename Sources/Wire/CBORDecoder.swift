@@ -67,6 +67,25 @@ public struct CBORDecoder {
         return item
     }
 
+    /// Decodes the one item that starts `bytes` and returns it with its length in bytes; what
+    /// follows it is left for the caller. For long sequences of items read one at a time (a
+    /// large write's pairs, Protocol.md §3.7), so that only one item is ever built at once.
+    public static func decodePrefix(_ bytes: ArraySlice<UInt8>, limits: CBORLimits) throws(CBORError) -> (item: CBOR, length: Int) {
+        var decoder = CBORDecoder(bytes: bytes, limits: limits)
+        let item = try decoder.item(depth: 0)
+        return (item, decoder.offset)
+    }
+
+    /// Reads the head of a definite-length array that starts `bytes`, in its shortest form, and
+    /// returns its count and the head's length, without reading the elements.
+    public static func arrayHead(_ bytes: ArraySlice<UInt8>) throws(CBORError) -> (count: UInt64, length: Int) {
+        var decoder = CBORDecoder(bytes: bytes, limits: CBORLimits())
+        let head = try decoder.byte()
+        guard head >> 5 == 4 else { throw .unsupported(offset: 0, reason: "not an array") }
+        let count = try decoder.argument(head & 0x1F, at: 0)
+        return (count, decoder.offset)
+    }
+
     private init(bytes: ArraySlice<UInt8>, limits: CBORLimits) {
         self.bytes = bytes
         base = bytes.startIndex

@@ -175,7 +175,7 @@ extension Record {
         case let .groupKey(b): return b.conversation
         case let .sealedWrite(b): return b.conversation
         case let .leave(b): return b.conversation
-        case .write, .manifest, .file: return nil
+        case .write, .manifest, .file, .largeWrite: return nil
         }
     }
 }

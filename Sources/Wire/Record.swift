@@ -19,6 +19,8 @@ public enum RecordKind: UInt64, Sendable {
     case manifest = 2
     /// A file entry: a storage path names a manifest (or nothing, when deleted).
     case file = 3
+    /// A write whose pairs travel as chunks named by the record (`LargeWrite`).
+    case largeWrite = 4
     /// A private conversation's key record: an epoch key sealed to each member (Protocol.md §11).
     case groupKey = 5
     /// A write sealed under an epoch key of a private conversation.
@@ -44,6 +46,7 @@ public enum RecordBody: Hashable, Sendable {
     case write([WritePair])
     case manifest(Manifest)
     case file(FileEntry)
+    case largeWrite(LargeWrite)
     case groupKey(GroupKeyBody)
     case sealedWrite(SealedWriteBody)
     case leave(LeaveBody)
@@ -53,6 +56,7 @@ public enum RecordBody: Hashable, Sendable {
         case .write: return .write
         case .manifest: return .manifest
         case .file: return .file
+        case .largeWrite: return .largeWrite
         case .groupKey: return .groupKey
         case .sealedWrite: return .sealedWrite
         case .leave: return .leave
@@ -147,7 +151,7 @@ extension RecordBody {
             return .write(pairs.map { WritePair(path: $0.path, value: $0.value.withCanonicalKeys()) })
         case let .file(entry):
             return .file(FileEntry(path: entry.path, manifest: entry.manifest))  // the initializer takes it in NFC
-        case .manifest, .groupKey, .sealedWrite, .leave:
+        case .manifest, .largeWrite, .groupKey, .sealedWrite, .leave:
             return self
         }
     }

@@ -37,6 +37,8 @@ enum RecordCodec {
             return encode(manifest)
         case let .file(file):
             return encode(file)
+        case let .largeWrite(write):
+            return encode(write)
         case let .groupKey(key):
             return PrivateBodies.encode(key)
         case let .sealedWrite(write):
@@ -54,6 +56,8 @@ enum RecordCodec {
             try manifest.validate()
         case let .file(file):
             try file.validate()
+        case let .largeWrite(write):
+            try write.validate()
         case let .write(pairs):
             try validateWrite(pairs, order: .ofPaths)
         case let .groupKey(key):
@@ -82,10 +86,10 @@ enum RecordCodec {
     /// they only have a meaning as a whole if they touch disjoint subtrees; §3.4 refuses the same
     /// clash between two keys of one object; and no writer that takes keys in NFC, as writers
     /// must, can produce it.
-    static func validateWrite(_ pairs: [WritePair], order: PairOrder) throws(RecordError) {
+    static func validateWrite(_ pairs: [WritePair], order: PairOrder, maxPairs: Int = RecordLimits.maxPairs) throws(RecordError) {
         guard !pairs.isEmpty else { throw .invalidBody("a write needs at least one pair") }
-        guard pairs.count <= RecordLimits.maxPairs else {
-            throw .invalidBody("\(pairs.count) pairs exceed the limit of \(RecordLimits.maxPairs)")
+        guard pairs.count <= maxPairs else {
+            throw .invalidBody("\(pairs.count) pairs exceed the limit of \(maxPairs)")
         }
         // A single pair (nearly every write) has no order or ancestry to check.
         guard pairs.count > 1 else { return }
@@ -99,16 +103,22 @@ enum RecordCodec {
         case let .asWritten(disorder):
             if let disorder { throw .invalidBody(disorder) }
         }
+        try checkDisjoint(pairs.map(\.path))
+    }
+
+    /// No two of `paths` (NFC, as `Path` holds them) are equal, and none is an ancestor of another.
+    static func checkDisjoint(_ pathList: [Path]) throws(RecordError) {
+        guard pathList.count > 1 else { return }
         // Sorted bytewise, a path's descendants directly follow it, so checking neighbours is
         // not enough only when a sibling sorts in between ("/a", "/a b", "/a/c"); check all
         // ancestors against a set instead. (NFC paths can also sort otherwise than as written.)
-        var paths = Set<Path>(minimumCapacity: pairs.count)
-        for pair in pairs where !paths.insert(pair.path).inserted {
-            throw .invalidBody("two paths are \(pair.path) once their keys are in NFC")
+        var paths = Set<Path>(minimumCapacity: pathList.count)
+        for path in pathList where !paths.insert(path).inserted {
+            throw .invalidBody("two paths are \(path) once their keys are in NFC")
         }
-        for pair in pairs {
-            for ancestor in pair.path.ancestors where paths.contains(ancestor) {
-                throw .invalidBody("\(ancestor) is an ancestor of \(pair.path) in the same write")
+        for path in pathList {
+            for ancestor in path.ancestors where paths.contains(ancestor) {
+                throw .invalidBody("\(ancestor) is an ancestor of \(path) in the same write")
             }
         }
     }
@@ -150,6 +160,9 @@ enum RecordCodec {
             try validate(body)
         case .file:
             body = .file(try decodeFile(fields[4]))
+            try validate(body)
+        case .largeWrite:
+            body = .largeWrite(try decodeLargeWrite(fields[4]))
             try validate(body)
         case .groupKey:
             body = .groupKey(try PrivateBodies.decodeGroupKey(fields[4]))

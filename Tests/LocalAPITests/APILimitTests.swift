@@ -41,38 +41,33 @@ struct APILimitTests {
         #expect(served)
     }
 
-    @Test("a write whose record is 1,048,576 bytes is stored; one byte more is refused with 400 and stores nothing")
+    @Test("a string of 10 MiB (Firebase's limit) is stored and read back whole; one byte more is refused with 400 and stores nothing")
     func writeSize() throws {
-        // The record of a PUT of a string at /big grows byte for byte with the string.
-        let probe = try Store(path: ":memory:")
-        let probeKey = PrivateKey()
-        func recordSize(_ length: Int) throws -> Int {
-            try probe.set(try Path("/big"), to: .string(String(repeating: "x", count: length)), signer: probeKey,
-                          nowMillis: Self.now()).encoded.count
-        }
-        let length = 100_000 + 1_048_576 - (try recordSize(100_000))
-        #expect(try recordSize(length) == 1_048_576)
-
         let api = try APIFixture()
         defer { api.shutdown() }
-        let atLimit = "\"" + String(repeating: "x", count: length) + "\""
-        #expect(try api.call("PUT", "/big.json?print=silent", body: atLimit).status == 204)
-        let over = "\"" + String(repeating: "y", count: length + 1) + "\""
-        let refused = try api.call("PUT", "/big.json", body: over)
+        let limit = JSONLimits.default.maxStringBytes
+        #expect(limit == 10 << 20)
+        let atLimit = String(repeating: "x", count: limit)
+        #expect(try api.call("PUT", "/big.json?print=silent", body: "\"" + atLimit + "\"", timeoutSeconds: 300).status == 204)
+        let refused = try api.call("PUT", "/other.json", body: "\"" + String(repeating: "y", count: limit + 1) + "\"", timeoutSeconds: 300)
         #expect(refused.status == 400)
-        #expect(refused.text.contains("1048576"), "\(refused.text.prefix(200))")
-        #expect(try api.call("GET", "/big.json").body.count == length + 2, "the value at the limit stays")
+        #expect(try api.call("GET", "/other.json").text == "null")
+        #expect(try api.call("GET", "/big.json", timeoutSeconds: 300).text == "\"" + atLimit + "\"", "the value at the limit stays, whole")
     }
 
-    @Test("an update of 1,000 paths is stored; 1,001 paths are refused with 400")
+    @Test("an update of 1,001 paths and more is stored as one write; past 262,144 paths it is refused with 400")
     func pathsPerUpdate() throws {
         let api = try APIFixture()
         defer { api.shutdown() }
         func body(_ count: Int) -> String { "{" + (0..<count).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}" }
         #expect(try api.call("PATCH", "/u.json?print=silent", body: body(1_000)).status == 204)
         #expect(try api.call("GET", "/u.json?shallow=true").json?.objectValue?.count == 1_000)
-        #expect(try api.call("PATCH", "/v.json", body: body(1_001)).status == 400)
-        #expect(try api.call("GET", "/v.json").text == "null")
+        #expect(try api.call("PATCH", "/v.json?print=silent", body: body(5_000), timeoutSeconds: 300).status == 204)
+        #expect(try api.call("GET", "/v.json?shallow=true").json?.objectValue?.count == 5_000)
+        let refused = try api.call("PATCH", "/w.json", body: body(262_145), timeoutSeconds: 300)
+        #expect(refused.status == 400)
+        #expect(refused.text.contains("262144"), "\(refused.text.prefix(200))")
+        #expect(try api.call("GET", "/w.json").text == "null")
     }
 
     @Test("users: 20 by default, up to limit=1000; limit=1001 or 0 is refused with 400")

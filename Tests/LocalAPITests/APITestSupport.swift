@@ -49,8 +49,8 @@ final class APIFixture: @unchecked Sendable {
 
     /// One request on a new connection, which is then closed.
     func call(_ method: String, _ target: String, headers: [(String, String)] = [], body: String? = nil,
-              auth: Bool = true) throws -> HTTPReply {
-        let client = try client()
+              auth: Bool = true, timeoutSeconds: Int = 10) throws -> HTTPReply {
+        let client = try RawClient(port: port, timeoutSeconds: timeoutSeconds)
         defer { client.close() }
         try client.send(RawClient.request(method, target, headers: headers, body: body, auth: auth))
         return try client.readResponse()

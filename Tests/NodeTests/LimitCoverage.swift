@@ -34,6 +34,8 @@ enum LimitCoverage {
     static let protocolTable: [CoveredLimit] = [
         .init(.protocolTable, "record size", ["WireTests/RecordAndDatagramLimitTests.recordSize", "WireTests/RecordTests.distinctErrors"]),
         .init(.protocolTable, "pairs per write", ["WireTests/RecordAndDatagramLimitTests.pairsPerWrite", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
+        .init(.protocolTable, "large write content", ["StoreTests/LargeWriteTests.recordBounds", "StoreTests/LargeWriteTests.invalidContent",
+                                                      "WireTests/LargeWriteLimitTests.pairCount", "LocalAPITests/APILimitTests.pathsPerUpdate"]),
         .init(.protocolTable, "datagram size", ["WireTests/RecordAndDatagramLimitTests.datagramSize"]),
         .init(.protocolTable, "record pushed by datagram", ["NodeTests/DiscoveryKnobTests.datagramRecordSize"]),
         .init(.protocolTable, "Noise message", ["SyncTests/SessionLimitTests.noiseMessageBytes", "SyncTests/NoiseHandshakeTests.lengths",
@@ -111,6 +113,7 @@ enum LimitCoverage {
         .init(.readmeProse, "`away` after 5 minutes", ["LocalAPITests/LiveStateTests.presence"]),
         .init(.readmeProse, "4 MiB in flight per peer", ["NodeTests/SyncKnobTests.chunkWindowOfANode", "SyncTests/ChunkFetcherTests.spreadAndWindow"]),
         .init(.readmeProse, "unsent data: 4 MiB", ["LocalAPITests/StreamingTests.aSlowListenerIsClosedWithoutHurtingOthers"]),
+        .init(.readmeProse, "strings of up to 10 MiB", ["LocalAPITests/APILimitTests.writeSize"]),
         .init(.readmeProse, "64 KiB chunks", ["StoreTests/FileStoreTests.chunkBoundaries"]),
         .init(.readmeProse, "the drift bound (5 minutes)", ["StoreTests/DriftBoundTests.driftBoundToTheMillisecond", "CLITests/DoctorTests.clocks"]),
         .init(.readmeProse, "up to 512 connections at once", ["LocalAPITests/APILimitTests.connectionCap"]),

@@ -66,7 +66,7 @@ struct UserDirectoryGramsTests {
                 try store.set(profilePath(key), to: profile(first, last, email: "p\(i)@example.de"), signer: key, nowMillis: 1_000 + UInt64(i))
             }
             expected = try expectedCounts(store.db)
-            try store.db.execute("DROP TABLE users_grams; DROP TABLE zone_orders; DROP TABLE zone_order_rows; DROP TABLE read_marks; PRAGMA user_version = 3")
+            try store.db.execute("DROP TABLE users_grams; DROP TABLE zone_orders; DROP TABLE zone_order_rows; DROP TABLE read_marks; DROP TABLE pending_large_writes; PRAGMA user_version = 3")
         }
         let store = try Store(path: path)
         #expect(try storedCounts(store.db) == expected)

@@ -371,7 +371,7 @@ struct UserDirectoryTests {
             let key = directoryKey(1)
             try store.set(profilePath(key), to: profile("Nguyễn", "Văn An"), signer: key, nowMillis: 1_000)
             // Back to version 1, as a store written before the directory existed.
-            try store.db.execute("DROP TABLE users; DROP TABLE users_fts; DROP TABLE users_short; DROP TABLE users_names; DROP TABLE users_grams; DROP TABLE zone_orders; DROP TABLE zone_order_rows; DROP TABLE read_marks; DELETE FROM meta WHERE key LIKE 'directory_%'; PRAGMA user_version = 1")
+            try store.db.execute("DROP TABLE users; DROP TABLE users_fts; DROP TABLE users_short; DROP TABLE users_names; DROP TABLE users_grams; DROP TABLE zone_orders; DROP TABLE zone_order_rows; DROP TABLE read_marks; DROP TABLE pending_large_writes; DELETE FROM meta WHERE key LIKE 'directory_%'; PRAGMA user_version = 1")
         }
         let store = try Store(path: path)
         #expect(try store.searchUsers("nguyen", limit: 5).map(\.name) == ["Nguyễn Văn An"])

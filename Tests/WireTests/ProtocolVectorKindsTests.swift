@@ -11,6 +11,7 @@ struct ProtocolVectorKindsTests {
         "record": "WireTests/ProtocolVectorTests.records",
         "manifest-record": "WireTests/ProtocolVectorTests.blobRecords",
         "file-record": "WireTests/ProtocolVectorTests.blobRecords",
+        "large-write-record": "WireTests/ProtocolVectorTests.largeWrites",
         "export": "WireTests/ProtocolVectorTests.exportStream",
         "network": "SyncTests/ProtocolNetworkVectorTests",
         "live": "SyncTests/ProtocolNetworkVectorTests.liveValues",

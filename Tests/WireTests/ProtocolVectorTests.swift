@@ -66,6 +66,34 @@ struct ProtocolVectorTests {
         if let bytes = Hex.decode(f["record"] ?? "") { #expect(try Record.decode(bytes) == fileRecord) }
     }
 
+    @Test("large write vector: content, record, id, and the content read back pair by pair")
+    func largeWrites() throws {
+        let vectors = try Self.vectors().filter { $0["kind"] == "large-write-record" }
+        #expect(!vectors.isEmpty)
+        for vector in vectors {
+            let key = try PrivateKey(seedBytes: Hex.decode(vector["seed"]!)!)
+            guard case let .array(items) = try JSONValue.parse(vector["pairs"]!) else { throw TreeError.invalidUpdate("pairs") }
+            let pairs = try items.map { item -> WritePair in
+                guard case let .array(pair) = item, case let .string(path) = pair[0] else { throw TreeError.invalidUpdate("pair") }
+                let p = try Path(path)
+                return WritePair(path: p, value: try pair[1].normalized(at: p))
+            }
+            let content = LargeWriteContent.encode(pairs)
+            let (write, _) = LargeWrite.describing(content, chunkSize: Int(vector["chunk-size"]!)!)
+            let record = try Record.make(body: .largeWrite(write), clock: UInt64(vector["clock"]!)!, signer: key)
+            if ProcessInfo.processInfo.environment["LANCHAT_PRINT_VECTORS"] != nil {
+                print("content: \(Hex.encode(content))\nrecord: \(Hex.encode(record.encoded))\nid: \(record.id)")
+            }
+            #expect(Hex.encode(content) == vector["content"])
+            #expect(Hex.encode(record.encoded) == vector["record"])
+            #expect(record.id.description == vector["id"])
+            if let bytes = Hex.decode(vector["record"] ?? "") { #expect(try Record.decode(bytes) == record) }
+            var read = [WritePair]()
+            try LargeWriteContent.forEachPair(in: content[...]) { pair, _ in read.append(pair) }
+            #expect(read == pairs)
+        }
+    }
+
     @Test("export stream vector")
     func exportStream() throws {
         let all = try Self.vectors()

@@ -388,8 +388,9 @@ def check_value(value, path, top):
         check_value(member, child, False)
 
 
-def check_write(body):
-    require(isinstance(body, list) and 1 <= len(body) <= MAX_PAIRS, "a write of 1 to 1000 pairs")
+def check_write(body, max_pairs=None):
+    max_pairs = max_pairs or MAX_PAIRS
+    require(isinstance(body, list) and 1 <= len(body) <= max_pairs, f"a write of 1 to {max_pairs} pairs")
     paths = []
     for pair in body:
         require(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str), "a pair is not [path, value]")
@@ -398,9 +399,14 @@ def check_write(body):
         paths.append(pair[0].encode())
     for a, b in zip(paths, paths[1:]):
         require(a < b, "paths not in strictly increasing bytewise order")
-    for a in paths:
-        for b in paths:
-            require(not (a != b and (a == b"" or b.startswith(a + b"/"))), "one path is an ancestor of another")
+    nfc = sorted(unicodedata.normalize("NFC", p.decode()).encode() for p in paths)
+    require(len(set(nfc)) == len(nfc), "two paths are equal in NFC")
+    held = set(nfc)
+    for p in nfc:
+        # Every ancestor of p, the root included: none may be another pair's path.
+        parts = p.split(b"/")
+        for i in range(1, len(parts)):
+            require(b"/".join(parts[:i]) not in held, "one path is an ancestor of another")
 
 
 def check_manifest(body):
@@ -455,7 +461,23 @@ def check_leave_body(body):
     require(isinstance(body, list) and len(body) == 1 and valid_private_id(body[0]), "a leave is not [conversation]")
 
 
-BODY_CHECKS = {1: check_write, 2: check_manifest, 3: check_file, 5: check_key_body, 6: check_sealed_body, 7: check_leave_body}
+LARGE_WRITE_MAX_SIZE = 256 * 1024 * 1024   # §3.7
+LARGE_WRITE_MAX_PAIRS = 262_144            # §3.7
+
+
+def check_large_write(body):
+    require(isinstance(body, list) and len(body) == 4, "a large write is not an array of 4")
+    content, size, chunk_size, chunks = body
+    require(isinstance(content, bytes) and len(content) == 32, "content hash is not 32 bytes")
+    require(isinstance(size, int) and not isinstance(size, bool) and 1 <= size <= LARGE_WRITE_MAX_SIZE,
+            "size outside 1..268435456")
+    require(isinstance(chunk_size, int) and 4096 <= chunk_size <= 1_048_576, "chunk size outside 4096..1048576")
+    require(isinstance(chunks, list) and len(chunks) == -(-size // chunk_size), "not ceil(size / chunk-size) chunks")
+    require(all(isinstance(c, bytes) and len(c) == 32 for c in chunks), "a chunk hash is not 32 bytes")
+
+
+BODY_CHECKS = {1: check_write, 2: check_manifest, 3: check_file, 4: check_large_write,
+               5: check_key_body, 6: check_sealed_body, 7: check_leave_body}
 
 
 def check_record_bytes(data, what):
@@ -894,6 +916,23 @@ def check_file_record(v):
     return finish_record(v, 3, [v.text("path"), manifest])
 
 
+def check_large_write_record(v):
+    """§3.7: the content is the kind-1 body of the pairs, cut into chunks; the record names the
+    content's hash, size, chunk size and chunk hashes. The content is read back and checked as
+    a write of up to 262,144 pairs."""
+    try:
+        pairs = json.loads(v.text("pairs"))
+    except json.JSONDecodeError as exc:
+        raise VectorError(f"pairs are not JSON: {exc}")
+    body = [[unicodedata.normalize("NFC", path), wire_value(value)] for path, value in pairs]
+    content = encode(body)
+    compare("content", content, v.hex("content"))
+    check_write(decode(content, "content"), LARGE_WRITE_MAX_PAIRS)
+    chunk_size = v.uint("chunk-size")
+    chunks = [blake2b_256(content[i:i + chunk_size]) for i in range(0, len(content), chunk_size)]
+    return finish_record(v, 4, [blake2b_256(content), len(content), chunk_size, chunks])
+
+
 def check_export(v):
     stream = v.hex("stream")
     # §4's grammar, read: magic *frame end, nothing after.
@@ -1268,6 +1307,7 @@ CHECKS = {
     "record": check_record,
     "manifest-record": check_manifest_record,
     "file-record": check_file_record,
+    "large-write-record": check_large_write_record,
     "export": check_export,
     "network": check_network,
     "live": check_live,

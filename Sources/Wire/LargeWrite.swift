@@ -1,0 +1,193 @@
+import Crypto
+import Tree
+
+/// A large write (record kind 4, Protocol.md §3.7): a write whose pairs are too many or too large
+/// for one record. The record names its **content**, the pairs in exactly the CBOR of a kind-1
+/// body, by the BLAKE2b-256 of the whole and of every chunk; the chunks travel like a file's
+/// (§8.5). The signature covers those hashes, so the content is as authenticated as the record.
+///
+/// Why a content addressed by chunks rather than bigger records: records are reconciled, pushed
+/// and ingested in bounded batches sized for small writes; a 16 MiB update as one record would
+/// need every one of those bounds raised. As chunks it reuses the fetch, check and relay of files,
+/// and reconciliation sees it as one small record.
+public struct LargeWrite: Hashable, Sendable {
+    /// BLAKE2b-256 of the whole content.
+    public let content: Digest32
+    /// The content's length in bytes.
+    public let size: UInt64
+    /// The size of every chunk but the last.
+    public let chunkSize: UInt64
+    /// BLAKE2b-256 of every chunk, in order.
+    public let chunks: [Digest32]
+
+    public init(content: Digest32, size: UInt64, chunkSize: UInt64, chunks: [Digest32]) {
+        self.content = content
+        self.size = size
+        self.chunkSize = chunkSize
+        self.chunks = chunks
+    }
+
+    /// Largest content: Firebase's limit for one REST write (256 MB), in MiB.
+    public static let maxSize: UInt64 = 256 << 20
+    /// Most pairs in one content. Firebase has no count of its own; this bounds what a receiver
+    /// keeps per pair while it checks a content (its path) to well above the 100,000 children of
+    /// a 16 MB update.
+    public static let maxPairs = 262_144
+    /// Nesting and items of one pair of the content, each decoded on its own: a pair is at level
+    /// 1, so its value may nest as deep as in a kind-1 record (§2); 1,048,576 items hold an
+    /// object of 100,000 children of a few fields each set at once.
+    public static let pairLimits = CBORLimits(maxDepth: 38, maxItems: 1 << 20)
+
+    /// The chunks' sizes and hashes as a manifest, so that they are fetched, checked, stored and
+    /// served like a file's. Its type is only a label; it is never on the wire.
+    public var manifest: Manifest {
+        Manifest(blob: content, size: size, contentType: "application/cbor", chunkSize: chunkSize, chunks: chunks)
+    }
+
+    /// Splits `content` into chunks of `chunkSize` bytes and hashes them.
+    public static func describing(_ content: [UInt8], chunkSize: Int) -> (LargeWrite, [ArraySlice<UInt8>]) {
+        let parts = stride(from: 0, to: content.count, by: chunkSize).map { content[$0..<min($0 + chunkSize, content.count)] }
+        let write = LargeWrite(content: BLAKE2b.digest256(content), size: UInt64(content.count), chunkSize: UInt64(chunkSize),
+                               chunks: BLAKE2b.digests256(parts))
+        return (write, parts)
+    }
+
+    func validate() throws(RecordError) {
+        guard size >= 1, size <= LargeWrite.maxSize else { throw .invalidBody("content size \(size) outside 1...\(LargeWrite.maxSize)") }
+        guard Manifest.chunkSizes.contains(chunkSize) else { throw .invalidBody("chunk size \(chunkSize) outside \(Manifest.chunkSizes)") }
+        guard UInt64(chunks.count) == (size + chunkSize - 1) / chunkSize else {
+            throw .invalidBody("\(chunks.count) chunk hashes for \(size) bytes in chunks of \(chunkSize)")
+        }
+    }
+}
+
+extension RecordCodec {
+    /// `[content, size, chunk-size, [+ chunk]]`
+    static func encode(_ write: LargeWrite) -> CBOR {
+        .array([.bytes(write.content.bytes), .unsigned(write.size), .unsigned(write.chunkSize),
+                .array(write.chunks.map { .bytes($0.bytes) })])
+    }
+
+    static func decodeLargeWrite(_ item: CBOR) throws(RecordError) -> LargeWrite {
+        guard case let .array(fields) = item, fields.count == 4,
+              case let .bytes(content) = fields[0], let digest = try? Digest32(bytes: content),
+              case let .unsigned(size) = fields[1], case let .unsigned(chunkSize) = fields[2],
+              case let .array(chunkItems) = fields[3]
+        else { throw .invalidBody("a large write is [content, size, chunk size, [chunk hashes]]") }
+        var chunks = [Digest32]()
+        chunks.reserveCapacity(chunkItems.count)
+        for item in chunkItems {
+            guard case let .bytes(hash) = item, let hash = try? Digest32(bytes: hash) else {
+                throw .invalidBody("a chunk hash is not 32 bytes")
+            }
+            chunks.append(hash)
+        }
+        return LargeWrite(content: digest, size: size, chunkSize: chunkSize, chunks: chunks)
+    }
+}
+
+/// The content of a large write: the pairs of a write, `[+ [path, value]]`, the same bytes a
+/// kind-1 body would be, read one pair at a time so that a receiver never builds more than one
+/// pair's value at once.
+public enum LargeWriteContent {
+    /// The content of `pairs`: their kind-1 body encoding. The pairs must be a valid write
+    /// (`check`) in increasing order of their paths, as `Store.write` sorts them.
+    public static func encode(_ pairs: [WritePair]) -> [UInt8] {
+        RecordCodec.encodeBody(.write(canonical(pairs))).encoded()
+    }
+
+    /// `encode` of pairs already `canonical`.
+    public static func encode(canonical pairs: [WritePair]) -> [UInt8] {
+        RecordCodec.encodeBody(.write(pairs)).encoded()
+    }
+
+    /// `pairs` with every object key of their values in NFC, as a content holds them (§5.1).
+    public static func canonical(_ pairs: [WritePair]) -> [WritePair] {
+        guard case let .write(canonical) = RecordBody.write(pairs).withCanonicalKeys() else { return pairs }
+        return canonical
+    }
+
+    /// Checks the rules of a write on pairs to be sent as a large write: those of a kind-1 write
+    /// but for the count, 1 ... `LargeWrite.maxPairs`.
+    public static func check(_ pairs: [WritePair]) throws(RecordError) {
+        guard pairs.count <= LargeWrite.maxPairs else {
+            throw .invalidBody("\(pairs.count) pairs exceed the limit of \(LargeWrite.maxPairs)")
+        }
+        try RecordCodec.validateWrite(pairs, order: .ofPaths, maxPairs: LargeWrite.maxPairs)
+    }
+
+    /// Checks `content` whole against the rules of a write (§3.4, §5.1) but for the count of
+    /// pairs (1 ... `LargeWrite.maxPairs`): paths in strictly increasing order as written, valid,
+    /// none equal to or an ancestor of another in NFC, every value valid, nothing after the last
+    /// pair. Memory: one pair's value at a time, plus every pair's path.
+    public static func validate(_ content: ArraySlice<UInt8>) throws(RecordError) {
+        var paths = [Path]()
+        var previous: String?
+        do {
+            try walk(content, previousPath: &previous) { pair, _, _ in paths.append(pair.path) }
+        } catch let error as RecordError {
+            throw error
+        } catch {
+            throw .invalidBody("\(error)")
+        }
+        try RecordCodec.checkDisjoint(paths)
+    }
+
+    /// Calls `body` with each pair of `content` (keys in NFC) and the canonical encoding of its
+    /// value, in order. Unless `checked` (the caller ran `validate`), the whole content is
+    /// checked first, so a caller applying pairs never applies part of a content that turns out
+    /// invalid.
+    public static func forEachPair(in content: ArraySlice<UInt8>, checked: Bool = false,
+                                   _ body: (WritePair, ArraySlice<UInt8>) throws -> Void) throws {
+        if !checked { try validate(content) }
+        try walk(content) { pair, encoded, respelled in
+            try body(pair, respelled ? TreeValueCodec.encode(pair.value).encoded()[...] : encoded)
+        }
+    }
+
+    private static func walk(_ content: ArraySlice<UInt8>, _ body: (WritePair, ArraySlice<UInt8>, Bool) throws -> Void) throws {
+        var previous: String?
+        try walk(content, previousPath: &previous, body)
+    }
+
+    /// Decodes the pairs one at a time, checking each and the order of the paths as written.
+    private static func walk(_ content: ArraySlice<UInt8>, previousPath previous: inout String?,
+                             _ body: (WritePair, ArraySlice<UInt8>, Bool) throws -> Void) throws {
+        let head: (count: UInt64, length: Int)
+        do { head = try CBORDecoder.arrayHead(content) } catch { throw RecordError.malformed(error) }
+        guard head.count >= 1 else { throw RecordError.invalidBody("a write needs at least one pair") }
+        guard head.count <= UInt64(LargeWrite.maxPairs) else {
+            throw RecordError.invalidBody("\(head.count) pairs exceed the limit of \(LargeWrite.maxPairs)")
+        }
+        // Every pair takes at least 3 bytes (an array head, an empty path, a value).
+        guard head.count <= UInt64(content.count - head.length) / 3 else {
+            throw RecordError.malformed(.truncated(offset: content.count))
+        }
+        var offset = content.startIndex + head.length
+        for _ in 0..<head.count {
+            let decoded: (item: CBOR, length: Int)
+            do { decoded = try CBORDecoder.decodePrefix(content[offset...], limits: LargeWrite.pairLimits) } catch {
+                throw RecordError.malformed(error)
+            }
+            let start = offset
+            offset += decoded.length
+            guard case let .array(pair) = decoded.item, pair.count == 2, case let .text(pathText) = pair[0] else {
+                throw RecordError.invalidBody("a pair is an array of a text path and a value")
+            }
+            if let previous, !previous.utf8.lexicographicallyPrecedes(pathText.utf8) {
+                throw RecordError.invalidBody("paths not in strictly increasing order: \(previous) then \(pathText)")
+            }
+            previous = pathText
+            let path: Path
+            do { path = try Path(storageKey: pathText) } catch { throw RecordError.invalidPath("\(error)") }
+            var respelled = false
+            let value = try TreeValueCodec.decode(pair[1], at: path, respelled: &respelled)
+            // The value's bytes: the pair's, past its array head and its path.
+            let valueBytes = content[(start + 1 + CBOR.text(pathText).encoded().count)..<offset]
+            try body(WritePair(path: path, value: value), valueBytes, respelled)
+        }
+        guard offset == content.endIndex else {
+            throw RecordError.malformed(.trailingBytes(offset: offset - content.startIndex))
+        }
+    }
+}
