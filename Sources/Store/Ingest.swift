@@ -123,7 +123,9 @@ extension Store {
             self.seq = seq
             self.sealed = sealed
             order = record.order.key
-            if case .write = record.body { inPlainRecord = true } else { inPlainRecord = false }
+            // Only a record of one pair: a zone's value is read from its record by decoding the
+            // record, which for a write of many messages would decode all of them for each one.
+            if case let .write(pairs) = record.body, pairs.count == 1 { inPlainRecord = true } else { inPlainRecord = false }
         }
 
         /// `encodedValue` gives the canonical encoding of the pair's value, asked for only when

@@ -188,7 +188,7 @@ enum Schema {
     ]
 
     /// Migration 10 brings a store to what ingest now writes:
-    /// - a zone whose value is exactly its first record's pair at the zone's root keeps the
+    /// - a zone whose value is exactly its first record's only pair, at the zone's root, keeps the
     ///   empty marker instead of the value (`ZoneStore.valueColumns`); nothing else changes, so
     ///   the tree reads the same;
     /// - every message list has its key ordering (`ZoneOrders.declareKeyOrder`), so that no
@@ -216,7 +216,7 @@ enum Schema {
                 if case .message = zone, let list = zone.root.parent { lists.insert(list) }
                 guard row.firstSeq, !row.value.isEmpty, let bytes = row.record,
                       let record = try? Record.decode(bytes, verify: false), case let .write(pairs) = record.body,
-                      let pair = pairs.first(where: { $0.path == zone.root }),
+                      pairs.count == 1, let pair = pairs.first(where: { $0.path == zone.root }),
                       TreeValueCodec.encode(pair.value).encoded() == row.value else { continue }
                 try db.run("UPDATE zones SET value = X'' WHERE zone = ?", [.text(row.key)])
             }

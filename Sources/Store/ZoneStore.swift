@@ -212,8 +212,9 @@ struct ZoneStore {
     /// Two result columns that give a zone's value to `storedValue`: `value`, and the bytes of
     /// the zone's first record when `value` is the empty marker (in a query of `zones`).
     ///
-    /// Why: nearly every message is written once, by one pair at its root, and its value is
-    /// then exactly that pair's value, which the record in `records` holds anyway. Keeping it a
+    /// Why: nearly every message is written once, by a record of one pair at its root, and its
+    /// value is then exactly that pair's value, which the record in `records` holds anyway (a
+    /// record of several pairs is not used so: reading one value would decode them all). Keeping it a
     /// second time in `zones` made up most of that table, a third of the store. A zone whose
     /// value is its first record's root pair holds an empty blob instead (never a valid
     /// encoding, and not NULL, which means "no value"); any later change of the value writes it
