@@ -96,6 +96,7 @@ print("%.3f %.3f" % (times[len(times) // 2], times[-1]))
 PY
 )
 median=${latency% *} worst=${latency#* }
+echo "line A - C - B: B sees A's flag after ${median} s (median of 20), ${worst} s at worst"
 check "B sees A's flag through C within ~100 ms: median ${median} s, worst ${worst} s" 1 \
     "$(python3 -c "print(int($median <= 0.1 and $worst <= 0.5))")"
 call la PUT "$line_flag" true >/dev/null
@@ -109,6 +110,7 @@ kill -9 "$pid_la"; killed=$(date +%s.%N)
 until_true 10 line_shows null; gone=$?
 took=$(python3 -c "import time; print(round(time.time() - $killed, 1))")
 check "B drops A's relayed flag after A is killed" 0 $gone
+echo "line A - C - B: A's relayed flag gone from B ${took} s after A was killed"
 # Relayed, it goes three beacon intervals (6 s) after its last renewal, which came at most one
 # interval before the kill, plus the 0.5 s beat and polling.
 check "within three beacon intervals (6 s) and a beat: took ${took} s" 1 "$(python3 -c "print(int($took <= 7.0))")"
