@@ -4,6 +4,9 @@
 # shows on B, adds no record on either node, and disappears from B within three beacon intervals
 # (6 s) of A being killed with SIGKILL, which clears nothing; B then shows A offline with a last
 # seen. A cannot set B's flag through its API.
+# Then three nodes in a line, discovery off, each knowing only the next by --peer (A - C - B):
+# A's typing flag reaches B relayed by C within about 100 ms, and goes from B within three beacon
+# intervals (6 s) of the last renewal after A is killed with SIGKILL.
 # Usage: Tools/live-loopback.sh [path/to/lanchat]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +56,65 @@ offline() { call b GET "/presence/$ua/state.json" | grep -q offline; }
 until_true 5 offline; check "B shows A offline" 0 $?
 check "with a last seen" 1 "$(call b GET "/presence/$ua/lastSeen.json" | grep -c '^[0-9]\{13\}$')"
 
-if [ "$failed" -gt 0 ]; then for n in a b; do echo "--- node $n log" >&2; tail -20 "$work/$n.log" >&2; done; fi
+# --- A line of three: A - C - B, each with discovery off, knowing only its neighbour.
+for n in la lb lc; do "$LANCHAT" init --data "$work/$n" --name "node $n" >/dev/null || exit 1; done
+start_line() {  # start_line NAME PORT [PEER_PORT]
+    "$LANCHAT" run --data "$work/$1" --listen 127.0.0.1:$2 --no-discovery ${3:+--peer 127.0.0.1:$3} \
+        --api 127.0.0.1:0 --api-token "token-$1" 2>>"$work/$1.log" &
+    pids+=($!)
+    until_true 15 has_api "$work/$1/node.json" || { echo "node $1 did not start" >&2; cat "$work/$1.log" >&2; exit 1; }
+}
+start_line la $((port_base + 3)); pid_la=${pids[-1]}
+start_line lc $((port_base + 4)) $((port_base + 3))
+start_line lb $((port_base + 5)) $((port_base + 4))
+ula=$(uid la) ulb=$(uid lb)
+hears_line() { ! call lb GET "/presence/$ula/state.json" | grep -q online && call lc GET "/presence/$ula/state.json" | grep -q online \
+    && call lc GET "/presence/$ulb/state.json" | grep -q online; }
+until_true 15 hears_line; check "C hears A and B; B does not hear A directly" 0 $?
+# Flips of A's flag, each timed until B shows it (the API's own client, no curl per poll).
+line_flag="/conversations/general/typingIndicator/$ula.json"
+latency=$(python3 - "$(api la)" "$(api lb)" "$line_flag" <<'PY'
+import http.client, sys, time
+a, b, path = sys.argv[1:4]
+def call(addr, node, method, body=None):
+    host, port = addr.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=5)
+    c.request(method, path, body=body, headers={"Authorization": "Bearer token-" + node})
+    r = c.getresponse(); data = r.read(); c.close()
+    return r.status, data
+times = []
+for flip in range(20):
+    want = b"true" if flip % 2 == 0 else b"null"
+    start = time.time()
+    call(a, "la", "PUT", want)
+    while call(b, "lb", "GET")[1] != want:
+        if time.time() - start > 5: break
+    times.append(time.time() - start)
+    time.sleep(0.05)  # a person's pace between flips, not synchronisation
+times.sort()
+print("%.3f %.3f" % (times[len(times) // 2], times[-1]))
+PY
+)
+median=${latency% *} worst=${latency#* }
+echo "line A - C - B: B sees A's flag after ${median} s (median of 20), ${worst} s at worst"
+check "B sees A's flag through C within ~100 ms: median ${median} s, worst ${worst} s" 1 \
+    "$(python3 -c "print(int($median <= 0.1 and $worst <= 0.5))")"
+call la PUT "$line_flag" true >/dev/null
+line_shows() { [ "$(call lb GET "$line_flag")" == "$1" ]; }
+until_true 5 line_shows true; check "B shows A typing, relayed" 0 $?
+# Renewed every beacon interval, the relayed flag stays while A lives.
+held_since=$(date +%s); stays=0
+while [ $(( $(date +%s) - held_since )) -lt 8 ]; do line_shows true || stays=1; sleep 0.5; done
+check "B keeps A's relayed flag for 8 s while A runs" 0 $stays
+kill -9 "$pid_la"; killed=$(date +%s.%N)
+until_true 10 line_shows null; gone=$?
+took=$(python3 -c "import time; print(round(time.time() - $killed, 1))")
+check "B drops A's relayed flag after A is killed" 0 $gone
+echo "line A - C - B: A's relayed flag gone from B ${took} s after A was killed"
+# Relayed, it goes three beacon intervals (6 s) after its last renewal, which came at most one
+# interval before the kill, plus the 0.5 s beat and polling.
+check "within three beacon intervals (6 s) and a beat: took ${took} s" 1 "$(python3 -c "print(int($took <= 7.0))")"
+
+if [ "$failed" -gt 0 ]; then for n in a b la lc lb; do echo "--- node $n log" >&2; tail -20 "$work/$n.log" >&2; done; fi
 echo "live loopback: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

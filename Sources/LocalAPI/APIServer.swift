@@ -323,7 +323,8 @@ final class APIConnection {
         else { return false }
         let chunked = request.version != .http1_0
         let keepAlive = request.keepAlive && chunked
-        guard let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: chunked,
+        guard let read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path,
+                                      live: node.liveEntriesOnQueue(for: path), chunked: chunked,
                                       stallSeconds: server.idleTimeoutSeconds) else {
             send(StreamedRead.refusal(), keepAlive: request.keepAlive)
             return true

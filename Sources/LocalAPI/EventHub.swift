@@ -108,7 +108,8 @@ final class EventHub {
             : try? node.withStoreOnQueue({ store, _ in try store.isLargeValue(at: path) ? TreeSnapshot.open(store) : nil })
         var read: StreamedRead?
         if let snapshot {
-            read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path, chunked: version != .http1_0,
+            read = StreamedRead(connection: connection, nodeQueue: node.queue, snapshot: snapshot, path: path,
+                                live: node.liveEntriesOnQueue(for: path), chunked: version != .http1_0,
                                 stallSeconds: stallSeconds)
             guard read != nil else {
                 var refusal = StreamedRead.refusal()
@@ -212,10 +213,8 @@ final class EventHub {
 
     /// The value a listener sees at `path`: the location's, or its query's window.
     private func read(_ path: Path, _ query: FirebaseQuery?) -> JSONValue {
-        let stored = (try? node.withStoreOnQueue { store, _ in
-            if let query { try store.query(query, at: path) } else { try store.value(at: path) }
-        }) ?? .null
-        return query == nil && LivePaths.touches(path) ? node.valueWithLiveOnQueue(stored, at: path) : stored
+        let access = TreeAccess(node: node)
+        return (try? query.map { try access.query($0, at: path) } ?? access.value(at: path)) ?? .null
     }
 
     /// The children named in `only` of the location at `path`, each read alone (a

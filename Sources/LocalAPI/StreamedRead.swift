@@ -10,7 +10,8 @@ import Tree
 /// answered, so it is the value of that moment even though the node goes on applying writes
 /// meanwhile; pieces are read on a queue of the read's own and written on the node's, the next
 /// piece only once the client has taken the last. Memory is a piece or two, whatever the size
-/// of the value, and the node's queue is never held for more than a piece.
+/// of the value, and the node's queue is never held for more than a piece. The live values
+/// (typing flags, statuses, receipts) of that moment are shown over it, as on every read.
 ///
 /// Why: opening a chat on a year of history read `/conversations` whole (hundreds of MB of
 /// JSON) into memory, as a tree of values and then as text, and the node kept most of it.
@@ -30,6 +31,8 @@ final class StreamedRead {
     /// Confined to `readQueue` once started.
     private let snapshot: TreeSnapshot
     private let path: Path
+    /// The live values shown over the snapshot, taken with it (`TreeStream`).
+    private let live: [(Path, JSONValue)]?
     private let chunked: Bool
 
     /// Reads open at once in this process, at most `maxOpen`: each holds a snapshot (a
@@ -41,13 +44,15 @@ final class StreamedRead {
     /// A read of `path` in `snapshot`, to be written to `connection` (whose queue is
     /// `nodeQueue`), each piece as an HTTP chunk when `chunked`, closed when the client takes
     /// nothing for `stallSeconds`; nil when `maxOpen` reads are open already.
-    init?(connection: TCPConnection, nodeQueue: DispatchQueue, snapshot: TreeSnapshot, path: Path, chunked: Bool, stallSeconds: Double) {
+    init?(connection: TCPConnection, nodeQueue: DispatchQueue, snapshot: TreeSnapshot, path: Path, live: [(Path, JSONValue)]?,
+          chunked: Bool, stallSeconds: Double) {
         guard StreamedRead.open.acquire(limit: StreamedRead.maxOpen) else { return nil }
         stallLimit = .milliseconds(max(1, Int(stallSeconds * 1000)))
         self.connection = connection
         self.nodeQueue = nodeQueue
         self.snapshot = snapshot
         self.path = path
+        self.live = live
         self.chunked = chunked
     }
 
@@ -65,7 +70,7 @@ final class StreamedRead {
         let done = UncheckedSendable(body)
         readQueue.async {
             var hasher = FirebaseETagHasher()
-            let stream = read.value.snapshot.stream(read.value.path)
+            let stream = read.value.snapshot.stream(read.value.path, live: read.value.live)
             var failed = false
             do {
                 while let piece = try stream.next(size: StreamedRead.pieceSize) { hasher.update(piece) }
@@ -86,7 +91,7 @@ final class StreamedRead {
     func send(prefix: [UInt8], suffix: [UInt8], finished: @escaping () -> Void) {
         dispatchPrecondition(condition: .onQueue(nodeQueue))
         write(prefix)
-        let stream = snapshot.stream(path)
+        let stream = snapshot.stream(path, live: live)
         pump(stream, suffix: suffix, finished: UncheckedSendable(finished))
     }
 

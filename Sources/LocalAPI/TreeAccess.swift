@@ -15,9 +15,11 @@ struct TreeAccess {
         return LivePaths.touches(path) ? node.valueWithLiveOnQueue(stored, at: path) : stored
     }
 
-    /// A query's answer at `path`, read without reading the whole location where the store can.
+    /// A query's answer at `path`, read without reading the whole location where the store can,
+    /// with the live layer over its window (only the live values below it are merged).
     func query(_ query: FirebaseQuery, at path: Path) throws -> JSONValue {
-        try node.withStoreOnQueue { store, _ in try store.query(query, at: path) }
+        let window = try node.withStoreOnQueue { store, _ in try store.query(query, at: path) }
+        return node.windowWithLiveOnQueue(window, of: query, at: path)
     }
 
     /// Replaces the value at `path` (null deletes it). At a live path (Protocol.md §5.7) it is a

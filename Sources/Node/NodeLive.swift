@@ -13,6 +13,9 @@ import Wire
 /// beacons (the same instance), or, for a peer known only by a manual session, while that
 /// session is open. So it vanishes on every node when the writer clears it, when its node
 /// stops (it clears its values first) and when its node is lost (three beacon intervals).
+/// Nodes relay the values they take on their sessions, so one that never hears the writer
+/// (nodes chained by `--peer`) shows them too: relayed, a value lasts three beacon intervals
+/// unless a newer one renews it, and its writer renews its values every interval.
 extension Node {
     /// Why a live write through the API was refused.
     public enum LiveWriteError: Error, Equatable, CustomStringConvertible {
@@ -77,32 +80,78 @@ extension Node {
     func receiveLive(_ encodings: [[UInt8]], on slot: SessionSlot?) {
         dispatchPrecondition(condition: .onQueue(queue))
         var changed = [Path]()
-        var relay = [[UInt8]]()
+        var relay = [(author: PublicKey, encoding: [UInt8])]()
         var readMarks = [String]()
         let now = monotonicSeconds()
         for encoding in encodings {
             guard let value = try? LiveValue.decode(encoding), value.author != identity.publicKey || value.instance != instance,
-                  !isBanned(value.author) else { continue }
+                  !isBanned(value.author), let kind = LivePaths.classify(value.path)?.kind else { continue }
             let instanceLive = isLive(value.author, instance: value.instance)
-            if instanceLive { changed += live.keep(value.author, instance: value.instance) }
-            switch live.offer(value, instanceLive: instanceLive, now: now) {
+            // A peer relays a typing flag or status whose writer's node is not live here at all (§5.7).
+            let relayedFor = !instanceLive && kind != .receipt && slot != nil && !isLive(value.author) && relayable(value)
+                ? relayedLiveSeconds : nil
+            if instanceLive || relayedFor != nil { changed += live.keep(value.author, instance: value.instance) }
+            switch live.offer(value, instanceLive: instanceLive, relayedFor: relayedFor, now: now) {
             case let .changed(path):
                 changed.append(path)
                 changed += presencePaths(for: value)
                 if let moved = liveTaken(value) { readMarks.append(moved) }
-                if LivePaths.classify(value.path)?.kind == .receipt { relay.append(encoding) }
+                relay.append((value.author, encoding))
             case .unchanged:
                 if let moved = liveTaken(value) { readMarks.append(moved) }
+                // A typing flag or status renewed (`refreshOwnLive`) goes on too: that keeps it
+                // shown where it is relayed. A new receipt of the same message need not.
+                if kind != .receipt { relay.append((value.author, encoding)) }
             case .refused:
                 break
             }
         }
-        // A new receipt goes on to the peers connected here, so it reaches nodes that its
-        // writer's node never meets (Protocol.md §8.2).
+        // A value taken goes on to the peers connected here (but not back), so it reaches nodes
+        // that its writer's node never meets (Protocol.md §8.2); each node takes a value once
+        // (its version), so it goes on from each node once.
         if !relay.isEmpty {
-            for other in sessions.values where other.established && other !== slot { perform(other.machine.sendLive(relay), on: other) }
+            for other in sessions.values where other.established && other !== slot {
+                let encodings = relay.filter { $0.author != other.peer }.map(\.encoding)
+                if !encodings.isEmpty { perform(other.machine.sendLive(encodings), on: other) }
+            }
         }
         notifyLive(changed, readMarksMoved: readMarks)
+    }
+
+    /// How long a relayed typing flag or status is shown when nothing renews it: three beacon
+    /// intervals (6 s), as long as a lost peer's values last. Its writer renews it every interval.
+    var relayedLiveSeconds: Double { 3 * config.beaconInterval.seconds }
+
+    /// Whether a typing flag or status from an author whose node is not live here may be taken as
+    /// relayed: its version, its writer's wall clock × 1024 (§7), is no older than the time a
+    /// relayed value is shown plus `maxLiveClockSkewSeconds`. So a replay of an old value, once
+    /// it has expired, is not shown again; a writer whose clock is behind by more is seen only
+    /// by the nodes that hear it directly.
+    private func relayable(_ value: LiveValue) -> Bool {
+        let written = Double(value.version >> 10) / 1000
+        return written >= Double(wallMillis()) / 1000 - relayedLiveSeconds - Node.maxLiveClockSkewSeconds
+    }
+
+    /// How far behind a writer's wall clock may be for its relayed values to be taken.
+    static let maxLiveClockSkewSeconds = 10.0
+
+    /// Sends this node's typing flags and statuses again, newly signed, on every session: the
+    /// new version renews them where they are shown relayed (§5.7), and changes nothing where
+    /// this node is live. Every beacon interval, while the node holds any.
+    func refreshOwnLive() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let own = live.values(of: identity.publicKey)
+        guard !own.isEmpty, sessions.values.contains(where: { $0.established }) else { return }
+        var encodings = [[UInt8]]()
+        for value in own {
+            liveVersion = max(liveVersion + 1, wallMillis() << 10)
+            guard let renewed = try? LiveValue.signed(by: identity, instance: instance, version: liveVersion, path: value.path,
+                                                      value: value.value),
+                  case .unchanged = live.offer(renewed, instanceLive: true, now: monotonicSeconds()) else { continue }
+            encodings.append(renewed.encoded())
+        }
+        guard !encodings.isEmpty else { return }
+        for slot in sessions.values where slot.established { perform(slot.machine.sendLive(encodings), on: slot) }
     }
 
     /// After a value was taken: a receipt is kept on disk (within a second), and one of this
@@ -144,7 +193,8 @@ extension Node {
     func sweepLive() {
         dispatchPrecondition(condition: .onQueue(queue))
         var changed = [Path]()
-        for author in live.ephemeralAuthors where !isLive(author) {
+        let now = monotonicSeconds()
+        for author in live.ephemeralAuthors where !isLive(author) && !live.relayed(author, now: now) {
             changed += live.forget(author)
             changed.append(presencePath(author.userID))
         }
@@ -233,6 +283,11 @@ extension Node {
             sweepLive()
             updateAway()
         })
+        let refresh = DispatchTimeInterval.milliseconds(max(50, Int(config.beaconInterval.seconds * 1000)))
+        timers.append(world.scheduler.every(refresh, on: queue) { [self] in
+            guard running else { return }
+            refreshOwnLive()
+        })
         timers.append(world.scheduler.every(.seconds(1), on: queue) { [self] in keepLiveState() })
     }
 
@@ -305,6 +360,23 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         let entries = LivePaths.isPresence(path) ? presenceEntriesOnQueue() : live.entries
         return LivePaths.overlay(base, at: path, entries: entries)
+    }
+
+    /// The live layer's entries a read of `path` shows (at, above or below it), or nil when a read
+    /// there shows none: taken with a snapshot, so that a read streamed from it shows the live
+    /// values of the same moment (`TreeStream`).
+    public func liveEntriesOnQueue(for path: Path) -> [(Path, JSONValue)]? {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard LivePaths.touches(path) else { return nil }
+        let entries = LivePaths.isPresence(path) ? presenceEntriesOnQueue() : live.entries
+        return entries.filter { $0.0.isAncestorOrSelf(of: path) || path.isAncestor(of: $0.0) }
+    }
+
+    /// A query's `window` at `path`, read from the store, with the live layer over it
+    /// (`LivePaths.overlay(window:of:at:entries:)`).
+    public func windowWithLiveOnQueue(_ window: JSONValue, of query: FirebaseQuery, at path: Path) -> JSONValue {
+        guard let entries = liveEntriesOnQueue(for: path) else { return window }
+        return LivePaths.overlay(window: window, of: query, at: path, entries: entries)
     }
 
     /// Counts for tests and status: live values (typing and status) held, and receipts.

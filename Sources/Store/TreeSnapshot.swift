@@ -51,8 +51,10 @@ public final class TreeSnapshot {
 
     /// The value at `path` as compact JSON (`JSONValue.serialized()`, byte for byte), produced a
     /// piece at a time.
-    public func stream(_ path: Path, wholeReadRows: Int = TreeStream.wholeReadRows) -> TreeStream {
-        TreeStream(reader: TreeReader(db: db), root: path, wholeReadRows: wholeReadRows)
+    /// `live`, when given, is the live layer to show over the stored tree (`LivePaths.overlay`):
+    /// the live values at or around `path`, taken with the snapshot.
+    public func stream(_ path: Path, wholeReadRows: Int = TreeStream.wholeReadRows, live: [(Path, JSONValue)]? = nil) -> TreeStream {
+        TreeStream(reader: TreeReader(db: db), root: path, wholeReadRows: wholeReadRows, live: live)
     }
 }
 
@@ -86,9 +88,16 @@ public final class TreeStream {
     /// Rows at or below a location up to which this stream reads it whole.
     private let wholeReadRows: Int
 
-    init(reader: TreeReader, root: Path, wholeReadRows: Int) {
+    /// The live values shown over the stored tree (Protocol.md §5.7), nil for none. They are few
+    /// (bounded per author and in all), so each location the stream writes merges those below
+    /// it: a location read whole gets `LivePaths.overlay`, an opened one gets the keys of its
+    /// live children too, and a child inside a live subtree shows the live values alone.
+    private let live: [(Path, JSONValue)]?
+
+    init(reader: TreeReader, root: Path, wholeReadRows: Int, live: [(Path, JSONValue)]? = nil) {
         self.reader = reader
         self.wholeReadRows = wholeReadRows
+        self.live = live
         pending = [.value(root)]
     }
 
@@ -134,14 +143,17 @@ public final class TreeStream {
     /// Writes the value at `path` whole when it is small or a zone's; otherwise opens it and
     /// leaves its children for the next steps.
     private func write(_ path: Path, into out: inout [UInt8]) throws {
-        let large = try Zone.of(path) == .open && isLarge(path)
-        if !large {
-            out += try reader.value(at: path).serialized().utf8
+        let overlaid = live != nil && LivePaths.touches(path)
+        if overlaid, let live, LivePaths.isWhollyLive(path) {
+            out += LivePaths.overlay(.null, at: path, entries: live).serialized().utf8
             return
         }
-        let keys = try reader.childKeys(of: path)
+        let large = try Zone.of(path) == .open && isLarge(path)
+        var keys = large ? try reader.childKeys(of: path) : []
+        if overlaid, !keys.isEmpty { keys = try withLiveChildren(keys, at: path) }
         guard !keys.isEmpty else {
-            out += try reader.value(at: path).serialized().utf8
+            let stored = try reader.value(at: path)
+            out += (overlaid ? LivePaths.overlay(stored, at: path, entries: live ?? []) : stored).serialized().utf8
             return
         }
         var members: [String: JSONValue] = [:]
@@ -152,6 +164,21 @@ public final class TreeStream {
         } else {
             out.append(UInt8(ascii: "{"))
             pending.append(.object(path, keys: FirebaseOrder.sortedKeys(keys), index: 0))
+        }
+    }
+
+    /// The keys an opened location shows: its stored children's, those of the live values below
+    /// it, less the children inside a live subtree where no live value is (a record's value
+    /// there is hidden, §5.7).
+    private func withLiveChildren(_ keys: [String], at path: Path) throws -> [String] {
+        guard let live else { return keys }
+        var shown = Set(keys)
+        for (entryPath, value) in live where value != .null {
+            if let key = entryPath.relative(to: path)?.segments.first { shown.insert(key) }
+        }
+        return try shown.filter { key in
+            let child = try path.appending(key)
+            return !LivePaths.isWhollyLive(child) || LivePaths.overlay(.null, at: child, entries: live) != .null
         }
     }
 

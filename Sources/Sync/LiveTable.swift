@@ -46,6 +46,9 @@ public struct LiveTable: Sendable {
         var values: [Path: LiveValue] = [:]
         var tokens: Double
         var refilled: Double
+        /// For an author whose node is not live here, whose values came relayed by a peer: when
+        /// they go unless a newer value renews them (Protocol.md §5.7). Nil while its node is live here.
+        var relayedUntil: Double?
     }
 
     public let limits: Limits
@@ -61,15 +64,17 @@ public struct LiveTable: Sendable {
     /// Takes `value` if its author may write its path and it is newer than what is held.
     /// `instanceLive` says whether the value's instance is the author's node as heard now (a
     /// beacon or session of that instance): typing and status values of any other are refused.
-    public mutating func offer(_ value: LiveValue, instanceLive: Bool, now: Double) -> Outcome {
+    /// `relayedFor`, for a value a peer relayed whose author's node is not live here, is how long
+    /// it is held: until then, or until a newer value of the author renews it.
+    public mutating func offer(_ value: LiveValue, instanceLive: Bool, relayedFor: Double? = nil, now: Double) -> Outcome {
         guard let (kind, owner) = LivePaths.classify(value.path) else { return .refused("\(value.path) is not a live path") }
         guard owner == value.author.userID else { return .refused("\(value.author.userID) may not write \(value.path)") }
         switch kind {
         case .receipt:
             return offerReceipt(value, now: now)
         case .typing, .status:
-            guard instanceLive else { return .refused("its node is not live") }
-            return offerEphemeral(value, now: now)
+            guard instanceLive || relayedFor != nil else { return .refused("its node is not live") }
+            return offerEphemeral(value, relayedUntil: instanceLive ? nil : relayedFor.map { now + $0 }, now: now)
         }
     }
 
@@ -109,7 +114,7 @@ public struct LiveTable: Sendable {
         }
     }
 
-    private mutating func offerEphemeral(_ value: LiveValue, now: Double) -> Outcome {
+    private mutating func offerEphemeral(_ value: LiveValue, relayedUntil: Double?, now: Double) -> Outcome {
         var author: Author
         if let held = authors[value.author], held.instance == value.instance {
             author = held
@@ -127,6 +132,7 @@ public struct LiveTable: Sendable {
         }
         author.tokens -= 1
         author.version = value.version
+        author.relayedUntil = relayedUntil
         if value.value == .null { author.values.removeValue(forKey: value.path) } else { author.values[value.path] = value }
         authors[value.author] = author  // an earlier instance's values go (the node calls `keep` first, to show it)
         return held?.value == value.value || (held == nil && value.value == .null) ? .unchanged : .changed(value.path)
@@ -143,6 +149,12 @@ public struct LiveTable: Sendable {
     public mutating func keep(_ author: PublicKey, instance: [UInt8]) -> [Path] {
         guard let held = authors[author], held.instance != instance else { return [] }
         return forget(author)
+    }
+
+    /// Whether `author`'s values came relayed and are still within their time (`offer`'s `relayedFor`).
+    public func relayed(_ author: PublicKey, now: Double) -> Bool {
+        guard let until = authors[author]?.relayedUntil else { return false }
+        return until > now
     }
 
     /// Authors holding typing or status values.

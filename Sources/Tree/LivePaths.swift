@@ -52,6 +52,14 @@ public enum LivePaths {
         return s.count <= 2 || s[2] == "typingIndicator" || s[2] == "readReceipts"
     }
 
+    /// Whether `path` is the root of a subtree the live layer owns (`/status`, a conversation's
+    /// `typingIndicator`) or inside one: what shows there is the live values alone.
+    public static func isWhollyLive(_ path: Path) -> Bool {
+        roots.contains { pattern in
+            pattern.count <= path.segments.count && zip(pattern, path.segments).allSatisfy { $0 == "*" || $0 == $1 }
+        }
+    }
+
     /// Patterns of the subtrees the live layer owns; `*` matches any key. A stored record's
     /// values there are hidden: the live layer alone shows what is there.
     static let roots: [[String]] = [
@@ -72,6 +80,32 @@ public enum LivePaths {
             }
         }
         return value
+    }
+
+    /// `window`, a query's answer at `path` read from the stored tree, with the live layer over
+    /// it, as if the query had been run on the tree the API shows (stored + live). Each child in
+    /// the window gets the live values below it; a child that is wholly live (a conversation's
+    /// `typingIndicator`, a user's `/status`) may enter the window, and then the query is applied
+    /// again to what was merged. That is exact because a window of the merged children equals
+    /// the query over the stored children with the live ones added: limits keep the first or
+    /// last *n* and ranges keep members one by one. Stored children outside the window are never
+    /// read; a live value below one of them does not bring it in.
+    public static func overlay(window: JSONValue, of query: FirebaseQuery, at path: Path, entries: [(Path, JSONValue)]) -> JSONValue {
+        var present = Set<String>()
+        if case let .object(members) = window { present = Set(members.keys) }
+        var added = false
+        let kept = entries.filter { entryPath, value in
+            guard let relative = entryPath.relative(to: path), let key = relative.segments.first else {
+                return path.relative(to: entryPath) != nil  // the query's location is inside a live value
+            }
+            if present.contains(key) { return true }
+            guard value != .null, let child = try? path.appending(key), isWhollyLive(child) else { return false }
+            added = true
+            return true
+        }
+        let merged = overlay(window, at: path, entries: kept)
+        guard added else { return merged }
+        return query.apply(to: merged)
     }
 
     /// Removes from `value` (at `segments`) whatever matches `pattern`.

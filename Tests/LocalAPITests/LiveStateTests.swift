@@ -157,6 +157,51 @@ struct LiveStateTests {
         #expect(try b.get("/presence/\(a.userID)/state.json") == .string("offline"))
     }
 
+    @Test("typing relayed along a line A - C - B (discovery off): shown on B, renewed while A lives, gone within 3 intervals of the last renewal once A is lost")
+    func typingRelayedAlongALine() throws {
+        let interval = 0.5
+        func lineNode(_ name: String, peer: LiveNode?) throws -> LiveNode {
+            try LiveNode(directory: temporaryDirectory("line-\(name)"), identity: PrivateKey(), discoveryPort: try freeUDPPort(),
+                         beaconInterval: interval) { config in
+                config.discovery = false
+                if let peer { config.manualPeers = [try! SocketAddress(host: "127.0.0.1", port: peer.node.listenAddress.port)] }
+            }
+        }
+        let a = try lineNode("a", peer: nil)
+        let c = try lineNode("c", peer: a)
+        let b = try lineNode("b", peer: c)
+        defer { b.stop(); c.stop(); let api = a.api; a.node.queue.sync { api.close() } }
+        #expect(eventually(10) { c.hears(a) && c.hears(b) })
+        #expect(!b.hears(a))
+        let path = "/conversations/general/typingIndicator/\(a.userID)"
+        _ = try a.call("PUT", path + ".json", body: "true")
+        #expect(try eventually(2) { try b.get(path + ".json") == .bool(true) })
+        // Renewed every interval: still shown after more than three intervals.
+        let shownSince = Date()
+        var held = true
+        while Date().timeIntervalSince(shownSince) < 4 * interval {
+            held = try held && b.get(path + ".json") == .bool(true)
+            usleep(50_000)
+        }
+        #expect(held)
+        // A lost without a word: its sessions drop, nothing clears the flag, C forgets it at once
+        // and B lets it expire.
+        let lostAt = Date()
+        a.node.queue.sync {
+            a.node.running = false
+            for timer in a.node.timers { timer.cancel() }
+            a.node.timers.removeAll()
+            for slot in a.node.sessions.values { slot.connection.close() }
+            a.node.sessions.removeAll()
+            a.node.sessionSocket?.close()
+            a.node.listener?.close()
+        }
+        #expect(try eventually(5) { try b.get(path + ".json") == .null })
+        let gone = Date().timeIntervalSince(lostAt)
+        // Its last renewal came at most an interval before: gone within three of it, and a beat.
+        #expect(gone <= 3 * interval + 0.3, "gone after \(gone) s")
+    }
+
     @Test("a member cannot set another user's typing flag: not through its API, not by a forged datagram")
     func othersFlag() throws {
         let (a, b) = try Self.pair()

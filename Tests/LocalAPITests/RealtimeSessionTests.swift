@@ -7,7 +7,7 @@ import WebSocket
 
 /// A websocket client of the Realtime Database protocol over a raw socket: masked frames out,
 /// the node's frames (whole protocol messages, joined when split) in.
-private final class RealtimeClient {
+final class RealtimeClient {
     let raw: RawClient
     private var next = 0
 
@@ -72,7 +72,7 @@ private final class RealtimeClient {
     }
 }
 
-private func status(_ body: JSONValue) -> String? { body.objectValue?["s"]?.stringValue }
+func realtimeStatus(_ body: JSONValue) -> String? { body.objectValue?["s"]?.stringValue }
 
 @Suite("Local API: the Realtime Database websocket protocol")
 struct RealtimeSessionTests {
@@ -83,11 +83,11 @@ struct RealtimeSessionTests {
         let hello = try client.message()
         let data = hello.objectValue?["d"]?.objectValue?["d"]?.objectValue
         #expect(hello.objectValue?["t"] == "c" && data?["v"] == "5" && data?["s"]?.stringValue?.isEmpty == false)
-        #expect(status(try client.request("p", ["p": "/a", "d": 1])) == "permission_denied")
-        #expect(status(try client.request("gauth", ["cred": "nope"])) == "invalid_token")
+        #expect(realtimeStatus(try client.request("p", ["p": "/a", "d": 1])) == "permission_denied")
+        #expect(realtimeStatus(try client.request("gauth", ["cred": "nope"])) == "invalid_token")
         #expect(try api.call("GET", "/a.json").body == Array("null".utf8))
-        #expect(status(try client.request("gauth", .object(["cred": .string(APIFixture.token)]))) == "ok")
-        #expect(status(try client.request("p", ["p": "/a", "d": ["b": 1]])) == "ok")
+        #expect(realtimeStatus(try client.request("gauth", .object(["cred": .string(APIFixture.token)]))) == "ok")
+        #expect(realtimeStatus(try client.request("p", ["p": "/a", "d": ["b": 1]])) == "ok")
         #expect(try client.request("g", ["p": "a/b"]) == ["s": "ok", "d": 1])
         #expect(try api.call("GET", "/a.json").body == Array(#"{"b":1}"#.utf8))
     }
@@ -100,15 +100,15 @@ struct RealtimeSessionTests {
         _ = try client.request("gauth", .object(["cred": .string(APIFixture.token)]))
         _ = try api.call("PUT", "/room.json", body: #"{"n":1}"#)
         var pushes: [JSONValue] = []
-        #expect(status(try client.request("q", ["p": "/room", "h": ""], pushes: &pushes)) == "ok")
+        #expect(realtimeStatus(try client.request("q", ["p": "/room", "h": ""], pushes: &pushes)) == "ok")
         #expect(pushes == [RealtimeReply.data(try Path("room"), ["n": 1], tag: nil)])
         _ = try api.call("PUT", "/room/n.json", body: "2")
         #expect(try client.message() == RealtimeReply.data(try Path("room/n"), 2, tag: nil))
         // A transaction's write with a stale hash changes nothing.
         let stale = try client.request("p", .object(["p": "/room/n", "d": 3, "h": .string(RealtimeHash.of(1))]))
-        #expect(status(stale) == "datastale")
+        #expect(realtimeStatus(stale) == "datastale")
         let fresh = try client.request("p", .object(["p": "/room/n", "d": 3, "h": .string(RealtimeHash.of(2))]), pushes: &pushes)
-        #expect(status(fresh) == "ok")
+        #expect(realtimeStatus(fresh) == "ok")
         #expect(try api.call("GET", "/room/n.json").body == Array("3".utf8))
     }
 
@@ -118,9 +118,9 @@ struct RealtimeSessionTests {
         let client = try RealtimeClient(api)
         _ = try client.message()
         _ = try client.request("gauth", .object(["cred": .string(APIFixture.token)]))
-        #expect(status(try client.request("o", ["p": "/connections/me", "d": "offline"])) == "ok")
-        #expect(status(try client.request("o", ["p": "/connections/cancelled", "d": "x"])) == "ok")
-        #expect(status(try client.request("oc", ["p": "/connections/cancelled", "d": .null])) == "ok")
+        #expect(realtimeStatus(try client.request("o", ["p": "/connections/me", "d": "offline"])) == "ok")
+        #expect(realtimeStatus(try client.request("o", ["p": "/connections/cancelled", "d": "x"])) == "ok")
+        #expect(realtimeStatus(try client.request("oc", ["p": "/connections/cancelled", "d": .null])) == "ok")
         #expect(try api.call("GET", "/connections.json").body == Array("null".utf8))
         client.raw.close()
         let deadline = Date().addingTimeInterval(10)
@@ -174,7 +174,7 @@ struct RealtimeSessionTests {
         let owner = try RealtimeClient(api)
         _ = try owner.message()
         _ = try owner.request("gauth", .object(["cred": .string(APIFixture.token)]))
-        #expect(status(try owner.request("p", body)) == "ok")
+        #expect(realtimeStatus(try owner.request("p", body)) == "ok")
         #expect(try owner.request("g", ["p": "/big"]) == ["s": "ok", "d": .string(big)])
     }
 

@@ -65,6 +65,26 @@ struct LiveTableTests {
         #expect(table.forget(alice.publicKey).isEmpty)
     }
 
+    @Test("a relayed typing value is held for its time, renewed by a newer one, and a replay changes nothing")
+    func relayed() throws {
+        var table = LiveTable()
+        let alice = PrivateKey()
+        let typing = try Self.typing(alice, "c", version: 7)
+        #expect(table.offer(typing, instanceLive: false, relayedFor: 6, now: 100) == .changed(typing.path))
+        #expect(table.relayed(alice.publicKey, now: 105.9))
+        #expect(!table.relayed(alice.publicKey, now: 106))
+        // The same value again (a second relay path, a replay) changes nothing and renews nothing.
+        #expect(table.offer(typing, instanceLive: false, relayedFor: 6, now: 104) == .refused("not newer than the last value of its author"))
+        #expect(!table.relayed(alice.publicKey, now: 106))
+        // A renewal: newer, equal, so the tree shows the same, for another 6 s.
+        #expect(table.offer(try Self.typing(alice, "c", version: 8), instanceLive: false, relayedFor: 6, now: 104) == .unchanged)
+        #expect(table.relayed(alice.publicKey, now: 109.9) && !table.relayed(alice.publicKey, now: 110))
+        // Heard directly, its values are no longer on a relayed time.
+        #expect(table.offer(try Self.typing(alice, "c", version: 9), instanceLive: true, now: 105) == .unchanged)
+        #expect(!table.relayed(alice.publicKey, now: 105))
+        #expect(table.forget(alice.publicKey) == [typing.path])
+    }
+
     @Test("typing and status values held: per author and authors in all")
     func valuesHeld() throws {
         var limits = LiveTable.Limits()

@@ -8,7 +8,8 @@ g, q/n with query objects and tags, o/om/oc) and the server's pushes (d, m, c): 
 racing a transaction with hash and datastale retries, an onDisconnect made when a socket drops
 without a close and seen on the other node, a query window (orderByChild + limitToLast) kept
 current as writes arrive on the other node, messages above 16 KB in both directions, and
-requests refused without the token. Prints "realtime interop: N passed, M failed".
+requests refused without the token, and a typing flag set by a client of one node read over
+REST and by a query listen on the other. Prints "realtime interop: N passed, M failed".
 """
 import asyncio
 import base64
@@ -448,8 +449,51 @@ async def large_frames():
     await b.close()
 
 
+def rest_get(api, path):
+    """A REST read of the tree on `api`, as a Firebase REST client makes it."""
+    import urllib.request
+    request = urllib.request.Request(f"http://{api}{path}", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+async def typing_across_nodes():
+    """A websocket client of node A sets its user's typing flag; a REST reader of node B sees it
+    in a plain read and a query of the conversation, and a listen there follows it."""
+    a = await Client(api_a).open()
+    b = await Client(api_b).open()
+    for c in (a, b):
+        await c.auth()
+    uid = rest_get(api_a, "/.lanchat/status")["userId"]
+    flag = f"/conversations/rt-typing/typingIndicator/{uid}"
+    await a.request("p", {"p": "/conversations/rt-typing/messages/m1", "d": {"text": "hi", "senderId": uid, "date": 1}})
+    query = {"i": ".key", "l": 1, "vf": "r"}
+    await b.listen("/conversations/rt-typing", query, tag=7)
+    r = await a.request("p", {"p": flag, "d": True})
+    check("a websocket client sets its typing flag", r["s"] == "ok", r)
+
+    async def shown_on_b(want):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            whole = rest_get(api_b, "/conversations/rt-typing.json") or {}
+            window = rest_get(api_b, '/conversations/rt-typing.json?orderBy="$key"&limitToLast=1') or {}
+            if whole.get("typingIndicator") == want and window.get("typingIndicator") == want:
+                return True
+            await asyncio.sleep(0.02)
+        return False
+
+    check("a REST reader of the other node sees the flag, in a plain and a query read", await shown_on_b({uid: True}))
+    check("a query listen on the other node sees it in its window",
+          await b.wait_for(lambda: b.caches[("/conversations/rt-typing", 7)] == {"typingIndicator": {uid: True}}), b.caches)
+    r = await a.request("p", {"p": flag, "d": None})
+    check("the flag cleared over the websocket is gone on the other node", r["s"] == "ok" and await shown_on_b(None))
+    await a.close()
+    await b.close()
+
+
 async def main():
-    for step in (handshake_and_auth, writes_and_listens, transaction_race, on_disconnect, query_window, large_frames):
+    for step in (handshake_and_auth, writes_and_listens, transaction_race, on_disconnect, query_window, large_frames,
+                 typing_across_nodes):
         try:
             await step()
         except Exception as error:  # noqa: BLE001
