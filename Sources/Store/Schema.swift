@@ -20,6 +20,7 @@ import Wire
 /// - `chunks`, `manifests`, `files`: the blob store: chunks by hash (each stored once), the
 ///   manifests that list them, and the storage paths that name a manifest (last writer wins).
 ///   Migration 5 moves the chunks out of this file (`ChunkStore`) and drops `chunks` here.
+/// - `sealed_file_keys`: the per-file keys that messages (`photoKey`) carry for sealed files;
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
@@ -176,6 +177,15 @@ enum Schema {
         Migration(version: 10, name: "message values kept in their records, message lists ordered by key ahead of need") { db in
             try valuesInRecords(db)
         },
+        // Keys of sealed files (photos of private conversations), from the messages that name
+        // them: a path may be named by several messages, and only a key that opens it counts.
+        Migration(version: 11, name: "keys of sealed files", sql: """
+            CREATE TABLE sealed_file_keys (
+                path TEXT NOT NULL,
+                key BLOB NOT NULL,
+                PRIMARY KEY (path, key)
+            ) STRICT, WITHOUT ROWID;
+            """),
     ]
 
     /// Migration 10 brings a store to what ingest now writes:
