@@ -41,8 +41,8 @@ struct SealedFileTests {
         #expect(throws: PrivateError.undecryptable) { try SealedFile.open(Array(sealed.dropLast(1)), key: key) }
         #expect(throws: PrivateError.undecryptable) { try SealedFile.open(Array(sealed.prefix(16)), key: key) }
         #expect(throws: PrivateError.undecryptable) { try SealedFile.open([], key: key) }
-        // Another file's sealed bytes, even under the same key (which never happens), are not this one.
-        let other = SealedFile.seal(Self.bytes(3 * 65_520 + 10, seed: 8), key: key)
+        // Another file's chunks (sealed under its own key) spliced in do not open.
+        let other = SealedFile.seal(Self.bytes(3 * 65_520 + 10, seed: 8), key: SealedFile.makeKey())
         #expect(throws: PrivateError.undecryptable) { try SealedFile.open(Array(segments[0] + other[chunk...]), key: key) }
     }
 
