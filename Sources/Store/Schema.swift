@@ -180,7 +180,7 @@ enum Schema {
         // Keys of sealed files (photos of private conversations), from the messages that name
         // them: a path may be named by several messages, and only a key that opens it counts.
         Migration(version: 11, name: "keys of sealed files", sql: """
-            CREATE TABLE sealed_file_keys (
+            CREATE TABLE IF NOT EXISTS sealed_file_keys (
                 path TEXT NOT NULL,
                 key BLOB NOT NULL,
                 PRIMARY KEY (path, key)
