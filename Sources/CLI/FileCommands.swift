@@ -23,7 +23,7 @@ enum FileCommands {
         name: "send-image",
         writes: true,
         abstract: "Send a photo message: the message appears at once, the photo when it is stored.",
-        discussion: "As Firebase chat apps do it: a message with photoURL \"NOTSET\" is pushed first, the image is stored at images/<your id>_<key>.<ext> (a path only you can write), then photoURL is set to gs://lanchat/images/<your id>_<key>.<ext>.",
+        discussion: "As Firebase chat apps do it: a message with photoURL \"NOTSET\" is pushed first, the image is stored at images/<your id>_<key>.<ext> (a path only you can write), then photoURL is set to gs://lanchat/images/<your id>_<key>.<ext>. In a private conversation the image is sealed under a fresh key first and stored at a random name, and one sealed message carries its photoURL and key (photoKey).",
         arguments: [ChatCommands.conversationArgument, ArgumentSpec(name: "FILE", help: "A JPEG, PNG, GIF or WebP image.")],
         options: [OptionSpec(name: "type", valueName: "TYPE", help: "The declared content type; it must match the bytes.")]
     )) { context in
