@@ -47,11 +47,11 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["HTTP", "CNettle"]),
         .target(name: "Realtime", dependencies: ["WebSocket", "Tree", "Crypto"]),
         // The web chat's page, styles and script (Sources/LocalAPI/Web) are compiled into the binary.
-        .target(name: "LocalAPI", dependencies: ["HTTP", "WebSocket", "Realtime", "Node", "Store", "Transport", "Wire", "Tree", "Crypto"],
+        .target(name: "LocalAPI", dependencies: ["HTTP", "WebSocket", "Realtime", "Node", "Store", "Private", "Transport", "Wire", "Tree", "Crypto"],
                 resources: [.embedInCode("Web/index.html"), .embedInCode("Web/app.css"), .embedInCode("Web/app.js")]),
 
         // Commands and the executables (whose mains are one line).
-        .target(name: "CLI", dependencies: ["LocalAPI", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .target(name: "CLI", dependencies: ["LocalAPI", "Node", "Store", "Private", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
         .executableTarget(name: "lanchat", dependencies: ["CLI"]),
         .executableTarget(name: "NoiseInterop", dependencies: ["Sync", "Crypto"]),
         // Seeded randomness and Protocol.md's vectors, for tests and benchmarks only.

@@ -3,7 +3,8 @@
 # member of their private group (--peer, discovery off). Bob reads Alice's messages; Carol
 # stores and relays every record but her tree shows nothing of the group and the plaintext is
 # nowhere in her data directory; after Bob's removal he receives the new records but cannot read
-# them. An independent reader (Tools/interop/private_interop.py, PyNaCl) decrypts a message from
+# them. A photo sent to the group is sealed: Bob's node serves it opened, byte for byte; Carol
+# relays its chunks and neither its bytes nor its key are in her data directory. An independent reader (Tools/interop/private_interop.py, PyNaCl) decrypts a message from
 # an export stream with a member's key and reads nothing with Carol's.
 # Usage: Tools/private-test.sh [path/to/lanchat]
 set -uo pipefail
@@ -16,7 +17,7 @@ declare -A addr_of
 start() {  # start NAME [extra args]
     local n=$1; shift
     rm -f "$work/$n/node.json"
-    "$LANCHAT" run --data "$work/$n" --listen 127.0.0.1:0 --no-discovery "$@" 2>>"$work/$n.log" &
+    "$LANCHAT" run --data "$work/$n" --listen 127.0.0.1:0 --no-discovery --api 127.0.0.1:0 --api-token "token-$n" "$@" 2>>"$work/$n.log" &
     pids+=($!)
     until_true 10 test -f "$work/$n/node.json" || { echo "private: node $n did not start" >&2; exit 1; }
     addr_of[$n]=$(grep -o '"listen":"[^"]*"' "$work/$n/node.json" | cut -d'"' -f4)
@@ -47,6 +48,47 @@ check "bob sees alice as creator" 1 "$("$LANCHAT" group members --data "$work/bo
 "$LANCHAT" send --data "$work/bob" "$cid" "roger that" >/dev/null
 alice_reads() { "$LANCHAT" messages --data "$work/alice" "$cid" | grep -q "roger that"; }
 until_true 30 alice_reads; check "alice reads bob's reply" 0 $?
+
+# A photo: sealed under its own key, its chunks relayed by carol, opened by bob's node only.
+{ printf '\x89PNG\r\n\x1a\n'; head -c 300000 /dev/urandom; } > "$work/photo.png"
+photo_key=$("$LANCHAT" send-image --data "$work/alice" "$cid" "$work/photo.png" 2>"$work/send-image.err")
+check "alice sends a photo to the group" 0 $?
+api_of() { grep -o '"api":"[^"]*"' "$work/$1/node.json" | cut -d'"' -f4; }
+photo_url() { "$LANCHAT" get --data "$work/$1" "/conversations/$cid/messages/$photo_key/photoURL" | tr -d '"'; }
+has_photo_url() { [[ "$(photo_url bob)" == gs://lanchat/images/* ]]; }
+until_true 30 has_photo_url; check "bob sees the photo message" 0 $?
+photo_path=$(photo_url bob); photo_path=${photo_path#gs://lanchat/}
+download() {  # download NODE OUT: the photo through NODE's storage API; prints the HTTP status
+    curl -s -o "$2" -w '%{http_code}' -H "Authorization: Bearer token-$1" \
+        "http://$(api_of "$1")/v0/b/lanchat/o/$(printf %s "$photo_path" | sed 's|/|%2F|g')?alt=media"
+}
+bob_has_photo() { [ "$(download bob "$work/bob-photo.png")" == 200 ]; }
+until_true 60 bob_has_photo; check "bob's node serves the photo (relayed by carol)" 0 $?
+cmp -s "$work/photo.png" "$work/bob-photo.png"; check "bob gets alice's photo bytes exactly" 0 $?
+"$LANCHAT" get-file --data "$work/bob" "$photo_path" "$work/bob-get.png" 2>/dev/null
+cmp -s "$work/photo.png" "$work/bob-get.png"; check "get-file on bob writes the photo opened" 0 $?
+carol_has_chunks() { "$LANCHAT" files --data "$work/carol" images/ | grep -q complete; }
+until_true 30 carol_has_chunks; check "carol holds the photo's chunks (to relay them)" 0 $?
+check "carol's node cannot open the photo" 403 "$(download carol "$work/carol-photo")"
+photo_in() {  # files of NODE's data directory holding a 64-byte run of the photo (three places in it)
+    "$PY" - "$work/photo.png" "$work/$1" <<'PYEOF'
+import os, sys
+photo = open(sys.argv[1], "rb").read()
+runs = [photo[i:i + 64] for i in (20, 150000, len(photo) - 64)]
+found = 0
+for root, _, names in os.walk(sys.argv[2]):
+    for name in names:
+        if name.endswith(".log"): continue
+        data = open(os.path.join(root, name), "rb").read()
+        found += any(run in data for run in runs)
+print(found)
+PYEOF
+}
+check "the photo's bytes are nowhere in carol's data directory (store, WAL, chunk pack)" 0 "$(photo_in carol)"
+mkdir -p "$work/plain" && cp "$work/bob-photo.png" "$work/plain/"
+check "the search finds the photo where it is in plain" 1 "$(photo_in plain)"
+check "alice's own store keeps only the sealed photo" 0 "$(photo_in alice)"
+check "the photo's key is nowhere in carol's data directory" 0 "$(grep -rlaF "$("$LANCHAT" get --data "$work/bob" "/conversations/$cid/messages/$photo_key/photoKey" | tr -d '"')" "$work/carol" | grep -v '\.log$' | wc -l)"
 
 until_true 30 synced carol; check "carol stores every record" 0 $?
 check "carol's tree shows nothing of the group" "null" "$("$LANCHAT" get --data "$work/carol" "/conversations/$cid")"

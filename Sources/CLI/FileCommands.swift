@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import Private
 import Node
 import Store
 import Tree
@@ -21,7 +23,7 @@ enum FileCommands {
         name: "send-image",
         writes: true,
         abstract: "Send a photo message: the message appears at once, the photo when it is stored.",
-        discussion: "As Firebase chat apps do it: a message with photoURL \"NOTSET\" is pushed first, the image is stored at images/<your id>_<key>.<ext> (a path only you can write), then photoURL is set to gs://lanchat/images/<your id>_<key>.<ext>.",
+        discussion: "As Firebase chat apps do it: a message with photoURL \"NOTSET\" is pushed first, the image is stored at images/<your id>_<key>.<ext> (a path only you can write), then photoURL is set to gs://lanchat/images/<your id>_<key>.<ext>. In a private conversation the image is sealed under a fresh key first and stored at a random name, and one sealed message carries its photoURL and key (photoKey).",
         arguments: [ChatCommands.conversationArgument, ArgumentSpec(name: "FILE", help: "A JPEG, PNG, GIF or WebP image.")],
         options: [OptionSpec(name: "type", valueName: "TYPE", help: "The declared content type; it must match the bytes.")]
     )) { context in
@@ -33,6 +35,10 @@ enum FileCommands {
         do { type = try Store.checkFile(bytes, declaredType: context.arguments.value("type")) } catch { throw CommandFailure("\(error)") }
         let node = try context.openNode()
         let now = context.console.nowMillis
+        if ConversationID.isPrivate(context.positional(0)) {
+            try sendSealedImage(bytes, type: type, to: messages, node: node, context)
+            return
+        }
         let (key, _) = try node.store.push(messages, value: .object([
             "senderId": .string(node.userID), "senderName": .string(try node.displayName()),
             "date": .object([".sv": "timestamp"]), "photoURL": "NOTSET",
@@ -45,6 +51,23 @@ enum FileCommands {
                            signer: node.identity, nowMillis: now())
         context.console.print(key)
         context.console.printError("stored \(bytes.count) bytes (\(type)) at gs://\(bucket)/\(path)")
+    }
+
+    /// A photo for a private conversation (Protocol.md §11.7): sealed under a fresh key and
+    /// stored first, at a random name under the sender's id (the message key would tell others
+    /// which message it belongs to), then one sealed message carries both its URL and its key.
+    static func sendSealedImage(_ bytes: [UInt8], type: String, to messages: Path, node: LocalNode, _ context: CommandContext) throws {
+        let now = context.console.nowMillis
+        let path = "images/\(node.userID)_\(Base64URL.encode(secureRandomBytes(16)))"
+        let stored = try node.store.putSealedFile(path, bytes: bytes, declaredType: context.arguments.value("type"),
+                                                  signer: node.identity, nowMillis: now())
+        let (key, _) = try node.store.push(messages, value: .object([
+            "senderId": .string(node.userID), "senderName": .string(try node.displayName()),
+            "date": .object([".sv": "timestamp"]), "photoURL": .string("gs://\(bucket)/\(path)"),
+            "photoKey": .string(SealedFile.encodeKey(stored.key)),
+        ]), signer: node.identity, nowMillis: now())
+        context.console.print(key)
+        context.console.printError("stored \(bytes.count) bytes (\(type)) sealed for the conversation's members at gs://\(bucket)/\(path)")
     }
 
     static let getFile = Command(spec: CommandSpec(
@@ -82,9 +105,11 @@ enum FileCommands {
             }
             context.console.writeErr("\rfetching \(path): \(total)/\(total) chunks\n")
         }
-        let bytes = try node.store.readFile(path)
-        guard FileManager.default.createFile(atPath: out, contents: Data(bytes)) else { throw CommandFailure("cannot write \(out)") }
-        context.console.printError("wrote \(bytes.count) bytes (\(info.manifest.contentType)) to \(out)")
+        // A sealed file is written opened, with the key a message here carries, or not at all.
+        let file: (bytes: [UInt8], type: String)
+        do { file = try node.store.openFile(path) } catch let error as FileError { throw CommandFailure("\(error)") }
+        guard FileManager.default.createFile(atPath: out, contents: Data(file.bytes)) else { throw CommandFailure("cannot write \(out)") }
+        context.console.printError("wrote \(file.bytes.count) bytes (\(file.type)) to \(out)")
     }
 
     static let setPicture = Command(spec: CommandSpec(

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Node
+import Private
 import Store
 import Tree
 import Wire
@@ -40,6 +41,8 @@ struct StorageHandler {
         } catch let error as FileError {
             switch error {
             case .tooLarge: return APIResponse.error(413, "\(error)")
+            case .noKey: return APIResponse.error(403, "\(error)")
+            case .undecryptable: return APIResponse.error(422, "\(error)")
             default: return APIResponse.error(400, "\(error)")
             }
         } catch let error as RecordError {
@@ -62,10 +65,30 @@ struct StorageHandler {
         let declared = request.header("content-type").flatMap { $0.split(separator: ";").first.map { String($0).trimmingCharacters(in: .whitespaces) } }
         let generic = declared == nil || declared == "application/octet-stream" || declared?.hasPrefix("application/x-www-form") == true
         let stored = try node.withStoreOnQueue { store, key in
-            try store.putFile(path, bytes: request.body, declaredType: generic ? nil : declared, signer: key, nowMillis: now())
+            // The image of a photo message in a private conversation is sealed, and its key goes
+            // beside the message's photoURL in a sealed write (Protocol.md §11.7).
+            if let (conversation, message) = try privateMessage(path, store: store, me: key.publicKey.userID) {
+                let sealed = try store.putSealedFile(path, bytes: request.body, declaredType: generic ? nil : declared, signer: key, nowMillis: now())
+                let at = try Path(segments: ["conversations", conversation, "messages", message, "photoKey"])
+                try store.set(at, to: .string(SealedFile.encodeKey(sealed.key)), signer: key, nowMillis: now())
+                return sealed.file
+            }
+            return try store.putFile(path, bytes: request.body, declaredType: generic ? nil : declared, signer: key, nowMillis: now())
         }
         node.localWritesDone()
         return APIResponse.json(metadata(bucket, stored))
+    }
+
+    /// The private conversation and message key a photo upload belongs to: a path
+    /// `images/<my id>_<key>.<ext>` (as chat apps name a photo) whose key is a message of mine
+    /// in a private conversation this node reads.
+    private func privateMessage(_ path: String, store: Store, me: String) throws -> (String, String)? {
+        let prefix = "images/\(me)_"
+        guard path.hasPrefix(prefix) else { return nil }
+        let name = path.dropFirst(prefix.count)
+        let key = String(name.prefix { $0 != "." })
+        guard !key.isEmpty, let conversation = try store.privateConversation(ofMessage: key, sender: me) else { return nil }
+        return (conversation, key)
     }
 
     private func download(_ bucket: String, _ path: String, media: Bool) throws -> HTTPResponse {
@@ -77,8 +100,9 @@ struct StorageHandler {
             return HTTPResponse(status: 503, headers: APIResponse.common + [("Retry-After", "1"), ("Content-Type", APIResponse.jsonType)],
                                 body: Array("{\"error\":\"\(file.missing.count) of \(file.manifest.chunks.count) chunks are still being fetched\"}".utf8))
         }
-        let bytes = try node.withStoreOnQueue { store, _ in try store.readFile(path) }
-        return HTTPResponse(status: 200, headers: APIResponse.common + [("Content-Type", file.manifest.contentType)], body: bytes)
+        // A sealed photo is served opened, with the key its message carries here, or not at all.
+        let opened = try node.withStoreOnQueue { store, _ in try store.openFile(path) }
+        return HTTPResponse(status: 200, headers: APIResponse.common + [("Content-Type", opened.type)], body: opened.bytes)
     }
 
     /// Firebase Storage's object metadata.

@@ -1,3 +1,4 @@
+import Private
 import Crypto
 import SQLite
 import Tree
@@ -23,6 +24,9 @@ struct BlobStore {
             .blob(id.bytes), .blob(manifest.blob.bytes), .integer(Int64(manifest.size)), .text(manifest.contentType),
             .integer(Int64(manifest.chunkSize)), .blob(manifest.chunks.flatMap(\.bytes)),
         ])
+        if manifest.contentType == SealedFile.contentType {
+            try db.run("INSERT OR IGNORE INTO file_refs(path) SELECT path FROM files WHERE manifest = ?", [.blob(id.bytes)])
+        }
     }
 
     /// A file entry takes effect under the storage rules; the newest one per path wins.
@@ -33,6 +37,13 @@ struct BlobStore {
             ON CONFLICT(path) DO UPDATE SET manifest = excluded.manifest, ord = excluded.ord, author = excluded.author
             WHERE excluded.ord > files.ord
             """, [.text(entry.path), entry.manifest.map { .blob($0.bytes) } ?? .null, .blob(order), .blob(author.bytes)])
+        // A sealed file (a photo of a private conversation) counts as referenced on every node:
+        // non-members cannot read the message that names it, yet they must hold its chunks to
+        // relay them.
+        if let manifest = entry.manifest {
+            try db.run("INSERT OR IGNORE INTO file_refs(path) SELECT ? WHERE EXISTS (SELECT 1 FROM manifests WHERE id = ? AND type = ?)",
+                       [.text(entry.path), .blob(manifest.bytes), .text(SealedFile.contentType)])
+        }
     }
 
     func manifest(_ id: Digest32) throws -> Manifest? {

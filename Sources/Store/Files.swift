@@ -11,6 +11,11 @@ public enum FileError: Error, Equatable, CustomStringConvertible {
     case typeMismatch(declared: String, actual: String)
     case notFound(String)
     case incomplete(path: String, missing: Int, of: Int)
+    /// A sealed file (a photo of a private conversation) whose key no message here carries.
+    case noKey(String)
+    /// A sealed file that opens with none of the keys its messages carry: another file's
+    /// bytes, or changed ones.
+    case undecryptable(String)
 
     public var description: String {
         switch self {
@@ -20,6 +25,8 @@ public enum FileError: Error, Equatable, CustomStringConvertible {
         case let .typeMismatch(declared, actual): return "the file was declared \(declared) but its bytes are \(actual)"
         case let .notFound(path): return "no file is stored at \(path)"
         case let .incomplete(path, missing, total): return "\(path): \(missing) of \(total) chunks are not here yet"
+        case let .noKey(path): return "\(path) is sealed for the members of a private conversation; no message here carries its key"
+        case let .undecryptable(path): return "\(path) does not open with the key its message carries: its bytes are not the photo that was sent"
         }
     }
 }
@@ -45,6 +52,12 @@ extension Store {
         try FileEntry.validate(path: path)
         try Store.checkMayWrite(path, signer: signer)
         let type = try Store.checkFile(bytes, declaredType: declaredType, limit: limit)
+        return try putBlob(path, bytes: bytes, type: type, signer: signer, nowMillis: nowMillis)
+    }
+
+    /// Cuts `bytes` into chunks (each stored once), signs a manifest of `type` and a file entry
+    /// naming it at `path` (checked by the caller). Durable on return.
+    func putBlob(_ path: String, bytes: [UInt8], type: String, signer: PrivateKey, nowMillis: UInt64) throws -> FileInfo {
         let chunkSize = Store.chunkSize
         let chunks = stride(from: 0, to: bytes.count, by: chunkSize).map { bytes[$0..<min($0 + chunkSize, bytes.count)] }
         let hashes = BLAKE2b.digests256(chunks)

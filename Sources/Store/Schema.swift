@@ -20,6 +20,7 @@ import Wire
 /// - `chunks`, `manifests`, `files`: the blob store: chunks by hash (each stored once), the
 ///   manifests that list them, and the storage paths that name a manifest (last writer wins).
 ///   Migration 5 moves the chunks out of this file (`ChunkStore`) and drops `chunks` here.
+/// - `sealed_file_keys`: the per-file keys that messages (`photoKey`) carry for sealed files;
 /// - `file_refs`: storage paths that messages (`photoURL`) and profiles (`picture`) refer to;
 ///   their chunks are fetched eagerly.
 /// - `meta`: small settings such as the hybrid logical clock.
@@ -30,6 +31,7 @@ import Wire
 /// - Migration 10: a zone whose value is its first record's root pair keeps an empty blob in
 ///   `value` instead (`ZoneStore.valueColumns`), and each message list has its key ordering.
 /// - `pending_large_writes` (migration 11): large writes whose content is not all here yet.
+/// - `sealed_file_keys` (migration 12): keys of sealed files named by private messages.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -184,6 +186,15 @@ enum Schema {
             CREATE TABLE pending_large_writes (
                 seq INTEGER PRIMARY KEY
             ) STRICT;
+            """),
+        // Keys of sealed files (photos of private conversations), from the messages that name
+        // them: a path may be named by several messages, and only a key that opens it counts.
+        Migration(version: 12, name: "keys of sealed files", sql: """
+            CREATE TABLE IF NOT EXISTS sealed_file_keys (
+                path TEXT NOT NULL,
+                key BLOB NOT NULL,
+                PRIMARY KEY (path, key)
+            ) STRICT, WITHOUT ROWID;
             """),
     ]
 

@@ -29,7 +29,7 @@ extension Store {
         do {
             try db.execute("""
                 DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_records;
-                DELETE FROM files; DELETE FROM file_refs; DELETE FROM zone_order_rows;
+                DELETE FROM files; DELETE FROM file_refs; DELETE FROM sealed_file_keys; DELETE FROM zone_order_rows;
                 DELETE FROM pending_large_writes;
                 """)
             rebuildingTree = true

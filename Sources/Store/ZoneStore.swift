@@ -1,3 +1,4 @@
+import Private
 import Crypto
 import SQLite
 import Tree
@@ -264,6 +265,13 @@ struct ZoneStore {
         // Kept in NFC, the spelling files are stored under, so a file that arrives later finds
         // its references by path (`referencedIncompleteFiles(paths:)`).
         try db.run("INSERT OR IGNORE INTO file_refs(path) VALUES (?)", [.text(FileEntry.canonicalPath(path))])
+        // A photo of a private conversation: its key, taken only from a message by the user the
+        // path belongs to (the senderId rule makes senderId the author), so no other member can
+        // name a key for someone else's photo.
+        if case .message = zone, case let .string(text)? = fields["photoKey"], let key = SealedFile.decodeKey(text),
+           case let .string(sender)? = fields["senderId"], StorageRules.owner(of: path) == sender {
+            try db.run("INSERT OR IGNORE INTO sealed_file_keys(path, key) VALUES (?, ?)", [.text(FileEntry.canonicalPath(path)), .blob(key)])
+        }
     }
 
     static func encode(_ value: JSONValue) -> SQLValue {

@@ -42,6 +42,39 @@ struct StorageTests {
         #expect(try Self.upload(api, "images/shared.png", Self.png).status == 200)
     }
 
+    @Test("a photo uploaded for a message of a private conversation is stored sealed, its key set beside photoURL, and served opened")
+    func privatePhotoUpload() throws {
+        let api = try APIFixture()
+        defer { api.shutdown() }
+        let node = api.node
+        let cid = try node.queue.sync {
+            try node.withStoreOnQueue { store, key in
+                try store.createGroup(title: "Trip", members: [PrivateKey().publicKey], sharesHistory: false, signer: key, nowMillis: node.wallMillis())
+            }
+        }
+        // As a chat app does it: the message with photoURL "NOTSET", the upload under its key, then photoURL.
+        let pushed = try api.call("POST", "/conversations/\(cid)/messages.json",
+                                  body: "{\"senderId\":\"\(node.userID)\",\"photoURL\":\"NOTSET\"}")
+        #expect(pushed.status == 200)
+        let message = try #require(pushed.json?["name"]?.stringValue)
+        let path = "images/\(node.userID)_\(message).png"
+        let encoded = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let photo = Self.png + [UInt8](repeating: 7, count: 100_000)
+        let stored = try Self.upload(api, path, photo)
+        #expect(stored.status == 200)
+        #expect(stored.json?["contentType"] == "application/x-lanchat-sealed", "the stored blob is the sealed one")
+        #expect(try api.call("PUT", "/conversations/\(cid)/messages/\(message)/photoURL.json", body: "\"gs://lanchat/\(path)\"").status == 200)
+        let key = try api.call("GET", "/conversations/\(cid)/messages/\(message)/photoKey.json")
+        #expect(key.json?.stringValue?.utf8.count == 43, "the file key is in the (sealed) message")
+        let media = try api.call("GET", "/v0/b/lanchat/o/\(encoded)?alt=media")
+        #expect(media.status == 200 && media.body == photo)
+        #expect(media.header("content-type") == "image/png")
+        let held = try node.queue.sync { try node.withStoreOnQueue { store, _ in try store.readFile(path) } }
+        #expect(held != photo && held.count == photo.count + 2 * 16, "the store holds the sealed bytes only")
+        // A public conversation's photo is stored as it is.
+        #expect(try Self.upload(api, "images/\(node.userID)_public.png", Self.png).json?["contentType"] == "image/png")
+    }
+
     @Test("a storage path and a data path in either Unicode spelling name one file and one key, shown in NFC")
     func eitherSpelling() throws {
         let api = try APIFixture()

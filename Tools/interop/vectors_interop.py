@@ -1301,7 +1301,34 @@ def check_private_write(v):
     return f"bucket {len(opened)}, {len(given)} bytes"
 
 
+def check_sealed_file(v):
+    """§11.7: segments of 65,520 bytes, each sealed under the file key with its index as nonce
+    and its index and last flag in the associated data; photoKey is the key in base64url."""
+    key, plain = v.hex("file-key", 32), v.hex("plaintext")
+    require(len(plain) >= 1, "an empty file is not sealed")
+    segment = 65520
+    sealed = b""
+    starts = list(range(0, len(plain), segment))
+    for i, start in enumerate(starts):
+        last = i == len(starts) - 1
+        nonce = i.to_bytes(8, "big") + bytes(16)
+        ad = b"lanchat/sealed-file/v1" + b"\x00" + i.to_bytes(8, "big") + (b"\x01" if last else b"\x00")
+        sealed += xchacha_seal(key, nonce, plain[start:start + segment], ad)
+    compare("sealed", sealed, v.hex("sealed"))
+    photo_key = base64.urlsafe_b64encode(key).rstrip(b"=").decode()
+    require(photo_key == v.text("photo-key"), f"photo-key is {photo_key}")
+    # Cut short (the last flag no longer matches) or under another key, it does not open.
+    for what, k, data, last in (("another key", bytes(32), sealed, 1), ("a wrong last flag", key, sealed, 0)):
+        try:
+            xchacha_open(k, bytes(24), data, b"lanchat/sealed-file/v1" + b"\x00" + bytes(8) + bytes([last]))
+            raise VectorError(f"the sealed file opens with {what}")
+        except VectorError as exc:
+            require("does not open" in str(exc), str(exc))
+    return f"{len(starts)} segment(s), {len(sealed)} bytes"
+
+
 CHECKS = {
+    "sealed-file": check_sealed_file,
     "private-key-record": check_private_key_record,
     "private-write": check_private_write,
     "record": check_record,
