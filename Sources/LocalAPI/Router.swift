@@ -13,6 +13,7 @@ enum Router {
         if request.path == [".lanchat", "time"] { return TimeEndpoints.time(request, node: server.node) }
         if request.path.first == ".lanchat" {
             if request.path.count > 1, request.path[1] == "conversations" { return ConversationEndpoints.handle(request, server: server) }
+            if request.path.count > 1, request.path[1] == "groups" || request.path[1] == "dm" { return GroupEndpoints.handle(request, server: server) }
             return NodeEndpoints.handle(request, node: server.node)
         }
         if request.path.count >= 4, request.path[0] == "v0", request.path[1] == "b", !(request.path.last ?? "").hasSuffix(".json") {
