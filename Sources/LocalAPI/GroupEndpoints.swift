@@ -86,6 +86,9 @@ enum GroupEndpoints {
         }
     }
 
+    /// The node's user, whose key signs every change.
+    static func me(_ node: Node) -> PublicKey { node.withStoreOnQueue { _, key in key.publicKey } }
+
     static func write<T>(_ server: APIServer, _ body: (Store, Crypto.PrivateKey, UInt64) throws -> T) throws -> T {
         let node = server.node
         let now = node.wallMillis()
@@ -136,7 +139,7 @@ enum GroupEndpoints {
         let removing = try users(object, "remove")
         guard !adding.isEmpty || !removing.isEmpty else { throw Refusal(status: 400, message: "Name members to add or remove") }
         let info = try info(conversation, node: server.node)
-        guard info.creator == server.node.withStoreOnQueue { _, key in key.publicKey } else {
+        guard info.creator == me(server.node) else {
             throw Refusal(status: 403, message: "Only the group's creator can change its members")
         }
         try write(server) { store, key, now in
@@ -148,14 +151,14 @@ enum GroupEndpoints {
     static func leave(_ conversation: String, server: APIServer) throws -> HTTPResponse {
         let info = try info(conversation, node: server.node)
         guard info.creator != nil else { throw Refusal(status: 403, message: "A direct conversation cannot be left") }
-        guard info.creator != server.node.withStoreOnQueue { _, key in key.publicKey } else { throw Refusal(status: 403, message: "The group's creator cannot leave it") }
+        guard info.creator != me(server.node) else { throw Refusal(status: 403, message: "The group's creator cannot leave it") }
         try write(server) { store, key, now in try store.leaveGroup(conversation, signer: key, nowMillis: now) }
         return APIResponse.json(.object(["left": .string(conversation)]))
     }
 
     static func direct(with text: String, server: APIServer) throws -> HTTPResponse {
         let other = try user(text)
-        guard other != server.node.withStoreOnQueue { _, key in key.publicKey } else { throw Refusal(status: 400, message: "A direct conversation needs another user") }
+        guard other != me(server.node) else { throw Refusal(status: 400, message: "A direct conversation needs another user") }
         let id = try write(server) { store, key, now in try store.openDirect(with: other, signer: key, nowMillis: now) }
         return APIResponse.json(.object(["id": .string(id)]))
     }
