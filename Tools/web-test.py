@@ -218,6 +218,7 @@ def main():
         f.write(png(96, 96, (230, 110, 40)))
 
     profiles = tempfile.mkdtemp(prefix="lanchat-web-")
+    node_c = {}  # C's node process, started by the check that needs it
     a = browser(os.path.join(profiles, "a"))
     b = browser(os.path.join(profiles, "b"))
     DRIVERS.update(A=a, B=b)
@@ -454,7 +455,7 @@ def main():
 
         # ---- A long conversation: 10,000 messages from B, written in ten updates through B's API.
         team = "team"
-        api_a, api_b, api_c = NodeAPI(data_a), NodeAPI(data_b), NodeAPI(data_c)
+        api_a, api_b = NodeAPI(data_a), NodeAPI(data_b)
         base = int(time.time() * 1000) - 400 * 24 * 3600 * 1000  # more than a year ago, a minute apart
         keys = [push_id(base + i * 60_000, i) for i in range(HISTORY)]
         texts = [f"History message {i + 1:05d}" for i in range(HISTORY)]
@@ -604,6 +605,13 @@ def main():
         @check("C's node holds the group's records, but C's page does not list it and reads none of it")
         def _():
             gid = group["id"]
+            node_c["node"] = subprocess.Popen(
+                [args.lanchat, "run", "--data", data_c, "--listen", os.environ["WEB_TEST_C_LISTEN"], "--no-discovery",
+                 "--peer", os.environ["WEB_TEST_A_LISTEN"], "--api", "127.0.0.1:0"],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(args.work, "c.log"), "ab"))
+            until(lambda: os.path.exists(os.path.join(data_c, "node.json")) and '"api"' in open(os.path.join(data_c, "node.json")).read(),
+                  WAIT, "C's node started")
+            api_c = NodeAPI(data_c)
             c = browser(os.path.join(profiles, "c"))
             DRIVERS["C"] = c
             c.get(login_url(args.lanchat, data_c))
@@ -662,6 +670,9 @@ def main():
             problems = [p for p in problems if "503" not in p and "404" not in p]
             assert not problems, problems
     finally:
+        if node_c.get("node"):
+            node_c["node"].terminate()
+            node_c["node"].wait(timeout=20)
         for driver in DRIVERS.values():
             try:
                 driver.quit()

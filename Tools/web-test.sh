@@ -31,10 +31,10 @@ port_base=$((20000 + RANDOM % 20000))
 pids+=($!)
 "$LANCHAT" run --data "$work/b" --listen 127.0.0.1:$((port_base + 2)) --no-discovery --peer 127.0.0.1:$((port_base + 1)) --api 127.0.0.1:0 2>>"$work/b.log" &
 pids+=($!)
-# C takes A's records too (the private group's among them) but is no member of the group.
-"$LANCHAT" run --data "$work/c" --listen 127.0.0.1:$((port_base + 3)) --no-discovery --peer 127.0.0.1:$((port_base + 1)) --api 127.0.0.1:0 2>>"$work/c.log" &
-pids+=($!)
-for n in a b c; do
+# C (no member of the private group) is started by web-test.py when the group is made, so that
+# syncing the long conversation to it does not slow A's node during the timed checks before.
+export WEB_TEST_A_LISTEN=127.0.0.1:$((port_base + 1)) WEB_TEST_C_LISTEN=127.0.0.1:$((port_base + 3))
+for n in a b; do
     until_true 15 has_api "$work/$n/node.json" || { echo "node $n did not start" >&2; cat "$work/$n.log" >&2; echo "web: 0 passed, 1 failed"; exit 1; }
 done
 
