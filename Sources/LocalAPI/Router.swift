@@ -5,8 +5,8 @@ import Store
 import Tree
 
 /// Sends each request to what serves it: node endpoints under `/.lanchat/` (a prefix no data
-/// path can take, since keys may not contain "."), storage under `/v0/b/`, the tree at
-/// `/<path>.json`.
+/// path can take, since keys may not contain "."; private groups at `/.lanchat/groups` and
+/// `/.lanchat/dm` are `GroupEndpoints`), storage under `/v0/b/`, the tree at `/<path>.json`.
 enum Router {
     static func handle(_ request: HTTPRequest, server: APIServer) -> HTTPResponse {
         if request.path.first == ".info" { return TimeEndpoints.info(request, node: server.node) }
