@@ -207,6 +207,7 @@ def main():
     artifacts = ARTIFACTS = args.artifacts
     os.makedirs(artifacts, exist_ok=True)
     data_a, data_b = os.path.join(args.work, "a"), os.path.join(args.work, "b")
+    data_c = os.path.join(args.work, "c")
     uid_a, uid_b = user_id(args.lanchat, data_a), user_id(args.lanchat, data_b)
     direct = "_".join(sorted([uid_a, uid_b]))
     photo_path = os.path.join(args.work, "photo.png")
@@ -217,6 +218,7 @@ def main():
         f.write(png(96, 96, (230, 110, 40)))
 
     profiles = tempfile.mkdtemp(prefix="lanchat-web-")
+    node_c = {}  # C's node process, started by the check that needs it
     a = browser(os.path.join(profiles, "a"))
     b = browser(os.path.join(profiles, "b"))
     DRIVERS.update(A=a, B=b)
@@ -550,10 +552,117 @@ def main():
             assert not a.find_elements(By.CSS_SELECTOR, f"#conversation-list li[data-id='{team}'] .badge"), "an open conversation shows unread"
             print(f"      node A's peak memory (VmHWM) over the whole test: {api_a.peak_memory_mb():.0f} MB", flush=True)
 
+        # ---- A private group: A makes it with B in the page; C's node takes its records, unread.
+        group = {}
+
+        def records(api):
+            return api.call("GET", "/.lanchat/status")["records"]
+
+        def synced(api):
+            """Polls until `api`'s node holds every record A's node holds."""
+            until(lambda: records(api) >= records(api_a), WAIT, "records from A")
+
+        def list_ids(driver):
+            return js(driver, "return Array.from(document.querySelectorAll('#conversation-list li')).map(li => li.dataset.id)")
+
+        @check("A creates a private group with B from 'New group' and sends a message")
+        def _():
+            a.set_window_size(1100, 760)
+            js(a, "location.hash = ''")
+            a.find_element(By.ID, "new-group-button").click()
+            wait(a, lambda d: d.find_element(By.ID, "group-pane").is_displayed(), message="the new-group form")
+            a.find_element(By.ID, "group-title").send_keys("Weekend plans")
+            a.find_element(By.ID, "group-search").send_keys("bich")
+            wait(a, lambda d: d.find_elements(By.CSS_SELECTOR, f"#group-search-results button[data-uid='{uid_b}']"), message="B to pick")
+            a.find_element(By.CSS_SELECTOR, f"#group-search-results button[data-uid='{uid_b}']").click()
+            wait(a, lambda d: d.find_elements(By.CSS_SELECTOR, f"#group-chosen li[data-uid='{uid_b}']"), message="B chosen")
+            a.save_screenshot(os.path.join(artifacts, "group-new.png"))
+            a.find_element(By.ID, "group-create").click()
+            wait(a, lambda d: js(d, "return decodeURIComponent(location.hash)").startswith("#c/g_"), message="the group opened")
+            group["id"] = js(a, "return decodeURIComponent(location.hash.slice(3))")
+            wait(a, lambda d: d.find_element(By.ID, "conversation-title").text == "Weekend plans", message="group title")
+            box = a.find_element(By.ID, "composer-text")
+            box.send_keys("Only for the two of us")
+            box.send_keys(Keys.ENTER)
+            wait(a, lambda d: (message_texts(d) or [""])[-1] == "Only for the two of us", message="sent in the group")
+            mark = a.find_element(By.CSS_SELECTOR, f"#conversation-list li[data-id='{group['id']}'] .item-mark")
+            assert mark.get_attribute("aria-label") == "private", mark.get_attribute("aria-label")
+
+        @check("B's page lists the group with a lock and shows A's message")
+        def _():
+            gid = group["id"]
+            b.set_window_size(1100, 760)
+            js(b, "location.hash = ''")
+            wait(b, lambda d: d.find_elements(By.CSS_SELECTOR, f"#conversation-list li[data-id='{gid}']"), message="the group on B")
+            item = b.find_element(By.CSS_SELECTOR, f"#conversation-list li[data-id='{gid}']")
+            wait(b, lambda d: "Weekend plans" in item.text, message="its title on B")
+            assert item.find_element(By.CSS_SELECTOR, ".item-mark").get_attribute("aria-label") == "private"
+            assert item.find_element(By.CSS_SELECTOR, ".item-mark").text == "\U0001F512"
+            item.find_element(By.CSS_SELECTOR, "button").click()
+            wait(b, lambda d: "Only for the two of us" in message_texts(d), message="the message on B")
+            b.save_screenshot(os.path.join(artifacts, "group-member.png"))
+
+        @check("C's node holds the group's records, but C's page does not list it and reads none of it")
+        def _():
+            gid = group["id"]
+            node_c["node"] = subprocess.Popen(
+                [args.lanchat, "run", "--data", data_c, "--listen", os.environ["WEB_TEST_C_LISTEN"], "--no-discovery",
+                 "--peer", os.environ["WEB_TEST_A_LISTEN"], "--api", "127.0.0.1:0"],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(args.work, "c.log"), "ab"))
+            until(lambda: os.path.exists(os.path.join(data_c, "node.json")) and '"api"' in open(os.path.join(data_c, "node.json")).read(),
+                  WAIT, "C's node started")
+            api_c = NodeAPI(data_c)
+            c = browser(os.path.join(profiles, "c"))
+            DRIVERS["C"] = c
+            c.get(login_url(args.lanchat, data_c))
+            wait(c, lambda d: d.find_element(By.ID, "app").is_displayed(), message="C's app")
+            synced(api_c)
+            # The list is streamed: wait for it to show what C's node has (the team conversation).
+            wait(c, lambda d: team in list_ids(d), message="C's list")
+            assert gid not in list_ids(c), list_ids(c)
+            assert gid not in api_c.call("GET", "/.lanchat/conversations")
+            assert "Only for the two of us" not in json.dumps(api_c.call("GET", f"/conversations/{gid}.json"))
+            try:
+                api_c.call("GET", f"/.lanchat/groups/{gid}")
+                raise AssertionError("C's node describes the group")
+            except urllib.error.HTTPError as error:
+                assert error.code == 404, error.code
+            c.save_screenshot(os.path.join(artifacts, "group-non-member.png"))
+
+        @check("A removes B in the members panel; B's page and node get nothing sent afterwards")
+        def _():
+            gid = group["id"]
+            a.find_element(By.ID, "members-button").click()
+            wait(a, lambda d: d.find_elements(By.CSS_SELECTOR, f"#member-list li[data-uid='{uid_b}'] .member-remove"), message="B in the panel")
+            members = js(a, "return Array.from(document.querySelectorAll('#member-list li')).map(li => li.dataset.uid)")
+            assert sorted(members) == sorted([uid_a, uid_b]), members
+            assert a.find_element(By.ID, "leave-button").get_attribute("hidden") is not None, "the creator is offered to leave"
+            a.save_screenshot(os.path.join(artifacts, "group-members.png"))
+            a.find_element(By.CSS_SELECTOR, f"#member-list li[data-uid='{uid_b}'] .member-remove").click()
+            wait(a, lambda d: not d.find_elements(By.CSS_SELECTOR, f"#member-list li[data-uid='{uid_b}']"), message="B gone from the panel")
+            info = api_a.call("GET", f"/.lanchat/groups/{gid}")
+            assert [m["uid"] for m in info["members"]] == [uid_a], info
+            box = a.find_element(By.ID, "composer-text")
+            box.send_keys("Sent after B was removed")
+            box.send_keys(Keys.ENTER)
+            wait(a, lambda d: (message_texts(d) or [""])[-1] == "Sent after B was removed", message="sent after the removal")
+            synced(api_b)
+            assert "Only for the two of us" in message_texts(b), message_texts(b)
+            assert "Sent after B was removed" not in message_texts(b), message_texts(b)
+            stored = json.dumps(api_b.call("GET", f"/conversations/{gid}.json"), ensure_ascii=False)
+            assert "Only for the two of us" in stored and "Sent after B was removed" not in stored, stored[:300]
+            # Opened afresh, B's page shows the same.
+            js(b, "location.hash = ''")
+            wait(b, lambda d: d.find_element(By.ID, "welcome").is_displayed(), message="B's list")
+            js(b, "location.hash = arguments[0]", "#c/" + gid)
+            wait(b, lambda d: "Only for the two of us" in message_texts(d), message="B's view of the group")
+            assert "Sent after B was removed" not in message_texts(b), message_texts(b)
+            b.save_screenshot(os.path.join(artifacts, "group-removed.png"))
+
         @check("no errors in the browsers' consoles")
         def _():
             problems = []
-            for name, driver in (("A", a), ("B", b)):
+            for name, driver in DRIVERS.items():
                 for entry in driver.get_log("browser"):
                     if entry.get("level") == "SEVERE" and "favicon" not in entry.get("message", ""):
                         problems.append(f"{name}: {entry['message']}")
@@ -561,7 +670,10 @@ def main():
             problems = [p for p in problems if "503" not in p and "404" not in p]
             assert not problems, problems
     finally:
-        for driver in (a, b):
+        if node_c.get("node"):
+            node_c["node"].terminate()
+            node_c["node"].wait(timeout=20)
+        for driver in DRIVERS.values():
             try:
                 driver.quit()
             except Exception:  # noqa: BLE001

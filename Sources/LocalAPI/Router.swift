@@ -5,14 +5,15 @@ import Store
 import Tree
 
 /// Sends each request to what serves it: node endpoints under `/.lanchat/` (a prefix no data
-/// path can take, since keys may not contain "."), storage under `/v0/b/`, the tree at
-/// `/<path>.json`.
+/// path can take, since keys may not contain "."; private groups at `/.lanchat/groups` and
+/// `/.lanchat/dm` are `GroupEndpoints`), storage under `/v0/b/`, the tree at `/<path>.json`.
 enum Router {
     static func handle(_ request: HTTPRequest, server: APIServer) -> HTTPResponse {
         if request.path.first == ".info" { return TimeEndpoints.info(request, node: server.node) }
         if request.path == [".lanchat", "time"] { return TimeEndpoints.time(request, node: server.node) }
         if request.path.first == ".lanchat" {
             if request.path.count > 1, request.path[1] == "conversations" { return ConversationEndpoints.handle(request, server: server) }
+            if request.path.count > 1, request.path[1] == "groups" || request.path[1] == "dm" { return GroupEndpoints.handle(request, server: server) }
             return NodeEndpoints.handle(request, node: server.node)
         }
         if request.path.count >= 4, request.path[0] == "v0", request.path[1] == "b", !(request.path.last ?? "").hasSuffix(".json") {

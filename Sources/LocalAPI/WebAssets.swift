@@ -9,6 +9,6 @@ enum WebAssets {
     static let indexHTML: [UInt8] = PackageResources.index_html
     /// The styles: two panes, one at a time on a narrow window; light and dark (`Web/app.css`).
     static let appCSS: [UInt8] = PackageResources.app_css
-    /// The app: screens, streams, search, sending text and photos, the profile (`Web/app.js`).
+    /// The app: screens, streams, search, sending text and photos, private groups, the profile (`Web/app.js`).
     static let appJS: [UInt8] = PackageResources.app_js
 }

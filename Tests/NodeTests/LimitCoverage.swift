@@ -117,6 +117,7 @@ enum LimitCoverage {
         .init(.readmeProse, "4 MiB in flight per peer", ["NodeTests/SyncKnobTests.chunkWindowOfANode", "SyncTests/ChunkFetcherTests.spreadAndWindow"]),
         .init(.readmeProse, "unsent data: 4 MiB", ["LocalAPITests/StreamingTests.aSlowListenerIsClosedWithoutHurtingOthers"]),
         .init(.readmeProse, "strings of up to 10 MiB", ["LocalAPITests/APILimitTests.writeSize"]),
+        .init(.readmeProse, "a body over 64 KiB, 413", ["LocalAPITests/GroupEndpointTests.oversizedBody"]),
         .init(.readmeProse, "64 KiB chunks", ["StoreTests/FileStoreTests.chunkBoundaries"]),
         .init(.readmeProse, "the drift bound (5 minutes)", ["StoreTests/DriftBoundTests.driftBoundToTheMillisecond", "CLITests/DoctorTests.clocks"]),
         .init(.readmeProse, "up to 512 connections at once", ["LocalAPITests/APILimitTests.connectionCap"]),

@@ -305,6 +305,11 @@
   }
 
   function renderConversationList() {
+    updateMembersButton();
+    // A conversation opened before its summary came (a group just made) takes its title now.
+    if (state.current && $('conversation-title').textContent !== conversationTitle(state.current)) {
+      $('conversation-title').textContent = conversationTitle(state.current);
+    }
     const list = $('conversation-list');
     const rows = [];
     const ids = new Set(Object.keys(state.summaries).concat(Array.from(state.started)));
@@ -429,6 +434,7 @@
     state.receipts = {};
     state.presence = null;
     state.current = null;
+    closeMembers();
     $('typing-line').textContent = '';
     $('conversation-presence').hidden = true;
   }
@@ -880,6 +886,18 @@
         location.hash = '#c/' + encodeURIComponent(id);
       });
       li.appendChild(button);
+      if (!isMe) {
+        const message = document.createElement('button');
+        message.type = 'button';
+        message.className = 'dm-button';
+        message.dataset.uid = entry.uid;
+        message.textContent = 'Message';
+        message.title = 'A private conversation: only the two of you can read it';
+        message.setAttribute('aria-label', 'Message ' + name + ' privately');
+        message.addEventListener('click', () => openDirect(entry.uid));
+        li.classList.add('with-action');
+        li.appendChild(message);
+      }
       results.appendChild(li);
     }
     results.hidden = entries.length === 0;
@@ -894,7 +912,7 @@
     $('search-status').textContent = '';
   }
   function onSearchKeys(event) {
-    const buttons = Array.from($('search-results').querySelectorAll('button'));
+    const buttons = Array.from($('search-results').querySelectorAll('button.search-result'));
     const index = buttons.indexOf(document.activeElement);
     if (event.key === 'ArrowDown') {
       event.preventDefault();
@@ -906,6 +924,180 @@
       clearSearch();
       $('search-input').focus();
     }
+  }
+
+  // ---- Private conversations ----------------------------------------------------------------
+  // The node makes and changes them (POST /.lanchat/groups, /.lanchat/dm/UID): each change is a
+  // signed key record that seals the conversation's key to its members only.
+
+  async function openDirect(uid) {
+    try {
+      const { id } = await api('POST', '/.lanchat/dm/' + encodeURIComponent(uid));
+      state.started.add(id);
+      clearSearch();
+      location.hash = '#c/' + encodeURIComponent(id);
+    } catch (e) {
+      if (!(e instanceof AuthError)) notify('The private conversation was not opened: ' + e.message);
+    }
+  }
+
+  // A search box that lists users from the directory under it; `pick(entry)` on a click.
+  function userPicker(input, results, pick, exclude) {
+    let seq = 0;
+    let timer = null;
+    async function run() {
+      const query = input.value.trim();
+      const mine = ++seq;
+      if (!query) { results.replaceChildren(); return; }
+      let entries = [];
+      try { entries = await api('GET', '/.lanchat/users?q=' + encodeURIComponent(query) + '&limit=10'); } catch (e) { entries = []; }
+      if (mine !== seq) return;
+      results.replaceChildren();
+      for (const entry of entries) {
+        if (entry.uid === state.me.uid || exclude(entry.uid)) continue;
+        const li = document.createElement('li');
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.className = 'pick-result';
+        button.dataset.uid = entry.uid;
+        button.textContent = (entry.name || shortId(entry.uid)) + (entry.email ? ' · ' + entry.email : '');
+        button.setAttribute('aria-label', 'Add ' + (entry.name || shortId(entry.uid)));
+        button.addEventListener('click', () => { pick(entry); input.value = ''; results.replaceChildren(); input.focus(); });
+        li.appendChild(button);
+        results.appendChild(li);
+      }
+    }
+    input.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(run, 150); });
+  }
+
+  const chosen = new Map();  // the new group's members: uid -> name
+  function renderChosen() {
+    const list = $('group-chosen');
+    list.replaceChildren();
+    for (const [uid, name] of chosen) {
+      const li = document.createElement('li');
+      li.className = 'member';
+      li.dataset.uid = uid;
+      const t = document.createElement('span'); t.className = 'item-title'; t.textContent = name;
+      const remove = document.createElement('button');
+      remove.type = 'button'; remove.className = 'member-remove'; remove.textContent = 'Remove';
+      remove.setAttribute('aria-label', 'Remove ' + name);
+      remove.addEventListener('click', () => { chosen.delete(uid); renderChosen(); });
+      li.append(t, remove);
+      list.appendChild(li);
+    }
+    if (chosen.size === 0) {
+      const li = document.createElement('li'); li.className = 'empty'; li.textContent = 'Only you so far.';
+      list.appendChild(li);
+    }
+  }
+  function showGroupForm() {
+    chosen.clear();
+    renderChosen();
+    $('group-title').value = '';
+    $('group-search').value = '';
+    $('group-search-results').replaceChildren();
+    $('group-status').textContent = '';
+    showPane('group');
+    setTitle('New group · lanchat');
+    $('group-title').focus();
+  }
+  async function createGroup(event) {
+    event.preventDefault();
+    const title = $('group-title').value.trim();
+    if (!title) { $('group-status').textContent = 'Give the group a title.'; return; }
+    $('group-status').textContent = 'Creating the group…';
+    try {
+      const { id } = await api('POST', '/.lanchat/groups', { title, members: Array.from(chosen.keys()) });
+      state.started.add(id);
+      location.hash = '#c/' + encodeURIComponent(id);
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('group-status').textContent = 'The group was not created: ' + e.message;
+    }
+  }
+
+  // The members panel of an open private conversation.
+  const panel = { id: null, info: null, seq: 0 };
+  function isPrivate(id) { return !!(state.summaries[id] && state.summaries[id].private); }
+  function updateMembersButton() {
+    const show = !!state.current && isPrivate(state.current);
+    $('members-button').hidden = !show;
+    if (!show) closeMembers();
+  }
+  function closeMembers() {
+    panel.id = null;
+    panel.info = null;
+    $('members-panel').hidden = true;
+    $('members-button').setAttribute('aria-expanded', 'false');
+  }
+  async function loadMembers() {
+    const id = state.current;
+    const mine = ++panel.seq;
+    let info;
+    try {
+      info = await api('GET', '/.lanchat/groups/' + encodeURIComponent(id));
+    } catch (e) {
+      if (e instanceof AuthError || mine !== panel.seq) return;
+      $('members-status').textContent = 'You are not a member of this conversation any more.';
+      $('member-list').replaceChildren();
+      $('member-add').hidden = true;
+      $('leave-button').hidden = true;
+      return;
+    }
+    if (mine !== panel.seq || state.current !== id) return;
+    panel.id = id;
+    panel.info = info;
+    const creator = info.creator === state.me.uid;
+    const list = $('member-list');
+    list.replaceChildren();
+    for (const member of info.members) {
+      const li = document.createElement('li');
+      li.className = 'member';
+      li.dataset.uid = member.uid;
+      const name = member.uid === state.me.uid ? myName() + ' (you)' : (member.name || shortId(member.uid));
+      const t = document.createElement('span'); t.className = 'item-title';
+      t.textContent = name + (member.uid === info.creator ? ' · creator' : '');
+      li.appendChild(t);
+      if (creator && member.uid !== state.me.uid) {
+        const remove = document.createElement('button');
+        remove.type = 'button'; remove.className = 'member-remove'; remove.textContent = 'Remove';
+        remove.dataset.uid = member.uid;
+        remove.setAttribute('aria-label', 'Remove ' + name + ' from the group');
+        remove.addEventListener('click', () => changeMembers({ remove: [member.uid] }, name + ' was removed.'));
+        li.appendChild(remove);
+      }
+      list.appendChild(li);
+    }
+    $('member-add').hidden = !creator || info.direct;
+    $('leave-button').hidden = creator || info.direct;
+  }
+  async function changeMembers(body, done) {
+    const id = state.current;
+    $('members-status').textContent = 'Saving…';
+    try {
+      await api('POST', '/.lanchat/groups/' + encodeURIComponent(id) + '/members', body);
+      $('members-status').textContent = done;
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('members-status').textContent = 'Not changed: ' + e.message;
+    }
+    if (state.current === id) loadMembers();
+  }
+  async function leaveGroup() {
+    const id = state.current;
+    if (!window.confirm('Leave this group? You will not read its new messages.')) return;
+    try {
+      await api('POST', '/.lanchat/groups/' + encodeURIComponent(id) + '/leave');
+      location.hash = '';
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('members-status').textContent = 'You did not leave: ' + e.message;
+    }
+  }
+  function toggleMembers() {
+    if (!$('members-panel').hidden) { closeMembers(); return; }
+    $('members-panel').hidden = false;
+    $('members-button').setAttribute('aria-expanded', 'true');
+    $('members-status').textContent = '';
+    loadMembers();
   }
 
   // ---- Profile ------------------------------------------------------------------------------
@@ -959,6 +1151,7 @@
     $('welcome').hidden = name !== 'welcome';
     $('conversation').hidden = name !== 'conversation';
     $('profile').hidden = name !== 'profile';
+    $('group-pane').hidden = name !== 'group';
     $('app').classList.toggle('show-main', name !== 'welcome');
     $('profile-button').setAttribute('aria-expanded', String(name === 'profile'));
   }
@@ -976,7 +1169,9 @@
     }
     const previous = state.current;
     closeConversation();
-    if (hash === '#profile') {
+    if (hash === '#new-group') {
+      showGroupForm();
+    } else if (hash === '#profile') {
       showPane('profile');
       setTitle('Your profile · lanchat');
       $('first-name').focus();
@@ -1016,6 +1211,15 @@
     });
     $('back-button').addEventListener('click', () => { location.hash = ''; });
     $('profile-back').addEventListener('click', () => { location.hash = ''; });
+    $('group-back').addEventListener('click', () => { location.hash = ''; });
+    $('new-group-button').addEventListener('click', () => { location.hash = '#new-group'; });
+    $('group-form').addEventListener('submit', createGroup);
+    userPicker($('group-search'), $('group-search-results'), (entry) => { chosen.set(entry.uid, entry.name || shortId(entry.uid)); renderChosen(); },
+               (uid) => chosen.has(uid));
+    userPicker($('member-search'), $('member-search-results'), (entry) => changeMembers({ add: [entry.uid] }, (entry.name || shortId(entry.uid)) + ' was added.'),
+               (uid) => !!(panel.info && panel.info.members.some((m) => m.uid === uid)));
+    $('members-button').addEventListener('click', toggleMembers);
+    $('leave-button').addEventListener('click', leaveGroup);
     const text = $('composer-text');
     const resize = () => {
       text.style.height = 'auto';
