@@ -1,4 +1,6 @@
 #include "memory_release.h"
+/* Any libc header defines __GLIBC__ on glibc; without one the test below never holds. */
+#include <stdlib.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>

@@ -11,6 +11,11 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         defer { sequenceAtLastTick = handledSequence }
         guard handledSequence == sequenceAtLastTick, verified.isEmpty, arriving.isEmpty else { return }
-        _ = lanchat_release_free_memory()
+        _ = Node.releaseFreedMemory()
     }
+
+    /// Hands memory that malloc holds free back to the system; whether any was (always false
+    /// where the C library has no way to, which is said once the node runs on one).
+    @discardableResult
+    static func releaseFreedMemory() -> Bool { lanchat_release_free_memory() != 0 }
 }

@@ -21,6 +21,7 @@ struct ProtocolVectorKindsTests {
         "reconcile": "SyncTests/ProtocolReconcileVectorTests.exchanges",
         "private-key-record": "PrivateTests/PrivateVectorTests.keyRecord",
         "private-write": "PrivateTests/PrivateVectorTests.sealedWrite",
+        "sealed-file": "PrivateTests/SealedFileTests.vector",
     ]
 
     @Test("every vector is of a kind some test checks")
