@@ -227,8 +227,14 @@ extension Node {
         dispatchPrecondition(condition: .onQueue(queue))
         var encodings = [[UInt8]]()
         var records = [Record]()
+        // The run of sequences right after the last handled that this node stored itself is
+        // passed over without reading it back: during a cold sync that run is every record, and
+        // reading each one's bytes again (only to skip it) cost the node's queue a second pass
+        // over the whole set. A gap, or another process's record, ends the run; the query below
+        // handles the rest.
+        while storedHere.remove(handledSequence + 1) != nil { handledSequence += 1 }
         while let fresh = try? store.records(after: handledSequence), !fresh.isEmpty {
-            for (sequence, id, bytes) in fresh {
+            for (sequence, _, bytes) in fresh {
                 handledSequence = max(handledSequence, sequence)
                 // Records this node stored itself are known already; only other processes' are new.
                 guard storedHere.remove(sequence) == nil, let record = try? Record.decode(bytes, verify: false) else { continue }

@@ -17,6 +17,11 @@ public struct ChunkFetcher<Peer: Hashable> {
     public let timeout: Double
 
     private var queue: [Digest32] = []
+    /// Queued chunks that every current peer lacks, set aside so that `schedule` does not walk
+    /// them on every call: a node that references files no peer holds (yet) would otherwise
+    /// pay for all of them on every chunk event and every batch of records. They go back to
+    /// the queue when a peer joins or the lacks are forgotten, the only ways one can be asked.
+    private var parked: [Digest32] = []
     private var wanted = Set<Digest32>()
     private var inFlight: [Digest32: (peer: Peer, since: Double)] = [:]
     private var outstanding: [Peer: Int] = [:]
@@ -46,6 +51,7 @@ public struct ChunkFetcher<Peer: Hashable> {
         guard !peers.contains(peer) else { return }
         peers.append(peer)
         outstanding[peer] = 0
+        unpark()
         // A new peer is in no chunk's `lacking` set, so it is asked for what others lacked,
         // while the peers known to lack a chunk (or to have sent a bad copy) are not asked again.
     }
@@ -68,6 +74,7 @@ public struct ChunkFetcher<Peer: Hashable> {
             outstanding[flight.peer, default: 1] -= 1
         } else {
             queue.removeAll { $0 == hash }  // a chunk in flight is not queued: no scan then
+            parked.removeAll { $0 == hash }
         }
         wanted.remove(hash)
         lacking.removeValue(forKey: hash)
@@ -119,6 +126,10 @@ public struct ChunkFetcher<Peer: Hashable> {
                 }
             }
             guard let peer = chosen else {
+                if peers.allSatisfy(excluded.contains) {
+                    parked.append(hash)
+                    continue
+                }
                 deferred.append(hash)
                 if peers.allSatisfy({ (outstanding[$0] ?? 0) >= window }) { break }
                 continue
@@ -135,5 +146,15 @@ public struct ChunkFetcher<Peer: Hashable> {
 
     /// Forgets which peers lacked which chunks, so they are asked again (peers fetch too, and a
     /// peer that timed out may answer now). The node calls it when the fetch has stalled.
-    public mutating func forgetLacks() { lacking.removeAll() }
+    public mutating func forgetLacks() {
+        lacking.removeAll()
+        unpark()
+    }
+
+    /// Puts the parked chunks back at the front of the queue (they were wanted before the rest).
+    private mutating func unpark() {
+        guard !parked.isEmpty else { return }
+        queue.insert(contentsOf: parked, at: 0)
+        parked.removeAll()
+    }
 }

@@ -185,4 +185,49 @@ struct ChunkFetcherTests {
         alone.forgetLacks()
         #expect(Self.byPeer(alone.schedule(now: 7)) == ["slow": [hash]])
     }
+
+    @Test("chunks every peer lacks wait aside until a peer joins or the lacks are forgotten")
+    func lackedByEveryPeer() {
+        var fetcher = ChunkFetcher<String>(window: 4, timeout: 10)
+        let wanted = Self.hashes(10)
+        fetcher.want(wanted)
+        fetcher.peerJoined("a")
+        // "a" lacks every chunk it is asked for: all ten are asked of it once, then no more.
+        var askedOfA = [Digest32]()
+        for step in 0..<10 {
+            let requests = Self.byPeer(fetcher.schedule(now: Double(step)))
+            guard let hashes = requests["a"] else { break }
+            askedOfA += hashes
+            fetcher.missing(hashes, at: "a")
+        }
+        #expect(Set(askedOfA) == Set(wanted) && askedOfA.count == 10)
+        #expect(fetcher.schedule(now: 20).isEmpty)
+        #expect(fetcher.pendingCount == 10)
+        // One arrives anyway (a push, or an answer from elsewhere): it is no longer wanted.
+        fetcher.received(wanted[3], from: "a")
+        #expect(fetcher.pendingCount == 9)
+
+        // A new peer is asked for the rest, a window at a time, and never for the one held.
+        fetcher.peerJoined("b")
+        var askedOfB = [Digest32]()
+        for step in 0..<10 {
+            let requests = Self.byPeer(fetcher.schedule(now: 30 + Double(step)))
+            #expect(requests["a"] == nil)
+            guard let hashes = requests["b"] else { break }
+            #expect(hashes.count <= 4)
+            askedOfB += hashes
+            fetcher.missing(hashes, at: "b")
+        }
+        #expect(Set(askedOfB) == Set(wanted).subtracting([wanted[3]]) && askedOfB.count == 9)
+        #expect(fetcher.schedule(now: 50).isEmpty)
+
+        // Forgetting the lacks asks again (peers fetch too, and may hold them now).
+        fetcher.forgetLacks()
+        let again = fetcher.schedule(now: 60).flatMap(\.hashes)
+        #expect(again.count == 8)
+        #expect(Set(again).isSubset(of: Set(wanted).subtracting([wanted[3]])))
+        for hash in wanted where hash != wanted[3] { fetcher.received(hash, from: "a") }
+        #expect(fetcher.pendingCount == 0)
+        #expect(fetcher.schedule(now: 70).isEmpty)
+    }
 }
