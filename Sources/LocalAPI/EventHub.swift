@@ -242,13 +242,6 @@ final class EventHub {
         dispatchPrecondition(condition: .onQueue(node.queue))
         conversations.recordsAdded(records)
         guard !listeners.isEmpty || !watchers.isEmpty else { return }
-        var cache: [Path: JSONValue] = [:]
-        func value(_ path: Path) -> JSONValue {
-            if let cached = cache[path] { return cached }
-            let v = read(path, nil)
-            cache[path] = v
-            return v
-        }
         var changes: [Path] = []
         var seen = Set<Path>()
         for record in records {
@@ -267,7 +260,7 @@ final class EventHub {
                 continue
             }
         }
-        send(changes, value: value)
+        send(changes)
     }
 
     /// Live values or presence changed at `paths` (NodeLive.swift): events as for records.
@@ -277,6 +270,12 @@ final class EventHub {
         dispatchPrecondition(condition: .onQueue(node.queue))
         for conversation in readMarksMoved { conversations.changed(conversation) }
         guard !listeners.isEmpty || !watchers.isEmpty else { return }
+        send(paths)
+    }
+
+    /// Tells the watchers, then the listeners, of changes at `changes`, reading each changed
+    /// value once however many listeners it reaches.
+    private func send(_ changes: [Path]) {
         var cache: [Path: JSONValue] = [:]
         func value(_ path: Path) -> JSONValue {
             if let cached = cache[path] { return cached }
@@ -284,11 +283,6 @@ final class EventHub {
             cache[path] = v
             return v
         }
-        send(paths, value: value)
-    }
-
-    /// Tells the watchers, then the listeners, of changes at `changes`.
-    private func send(_ changes: [Path], value: (Path) -> JSONValue) {
         if !changes.isEmpty {
             for watcher in Array(watchers.values) { watcher(changes) }
         }
