@@ -19,9 +19,11 @@ struct ZoneStore {
     /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
     /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
     /// `TreeValueCodec.encode` would give) and `authorID` the author's user id, both worked out
-    /// once per record by the caller.
+    /// once per record by the caller. `inPlainRecord` says whether the record's own bytes hold
+    /// the pair, so the zone may keep its value there (`PairFold.inPlainRecord`): no default, as
+    /// a sealed or large write that claimed so would make its zone unreadable.
     func apply(_ pair: WritePair, encodedValue: ArraySlice<UInt8>, zone: Zone, author: PublicKey, authorID: String,
-               order: [UInt8], seq: Int64, inPlainRecord: Bool = true) throws {
+               order: [UInt8], seq: Int64, inPlainRecord: Bool) throws {
         // Someone else's pairs can never count in a profile, so they are not even kept.
         if case let .user(uid) = zone, uid != authorID { return }
         assert(Array(encodedValue) == TreeValueCodec.encode(pair.value).encoded(), "a record's value bytes are not canonical")
