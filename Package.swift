@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "Transport"),
 
         // The composition root: a running node.
-        .target(name: "Node", dependencies: ["Store", "Sync", "Transport", "Wire", "Tree", "Crypto", "CMemory"]),
+        .target(name: "Node", dependencies: ["Store", "Private", "Sync", "Transport", "Wire", "Tree", "Crypto", "CMemory"]),
 
         // HTTP/1.1 parsing (sans-IO) and the local API served by a node.
         .target(name: "HTTP"),

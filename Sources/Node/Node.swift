@@ -89,6 +89,11 @@ public final class Node: @unchecked Sendable {
     var live = LiveTable()
     /// The version of this node's latest live value.
     var liveVersion: UInt64 = 0
+    /// Sealed live values of private conversations this node cannot open, relayed once each (§11.8).
+    var sealedRelay = SealedLiveRelay()
+    /// Sealed live values whose epoch's key record has not arrived, with when they came
+    /// (monotonic seconds): opened if it arrives within `pendingSealedSeconds`.
+    var pendingSealed: [(value: SealedLive, arrived: Double, slot: Int?)] = []
     var liveObservers: [Int: ([Path], [String]) -> Void] = [:]
     /// Receipts and last-seen times kept across restarts; nil if its file cannot be opened.
     let liveStore: LiveStore?

@@ -1,5 +1,6 @@
 import Crypto
 import Dispatch
+import Private
 import Store
 import Sync
 import Tree
@@ -41,12 +42,7 @@ extension Node {
         guard let (_, owner) = LivePaths.classify(path), owner == userID else { throw LiveWriteError.permissionDenied }
         let normalized = try value.normalized(at: path)
         liveVersion = max(liveVersion + 1, wallMillis() << 10)
-        let signed: LiveValue
-        do {
-            signed = try LiveValue.signed(by: identity, instance: instance, version: liveVersion, path: path, value: normalized)
-        } catch let error as LiveValueError {
-            throw LiveWriteError.refused("\(error)")
-        }
+        let signed = try signLive(path, normalized, version: liveVersion)
         switch live.offer(signed, instanceLive: true, now: monotonicSeconds()) {
         case let .refused(why): throw LiveWriteError.refused(why)
         case let .changed(changed):
@@ -56,6 +52,20 @@ extension Node {
             liveTaken(signed, local: true)
         }
         sendLive([signed.encoded()])
+    }
+
+    /// This node's user's live value, signed; in a private conversation, sealed under its
+    /// current epoch key (§11.8), and refused unless the user is one of its members.
+    func signLive(_ path: Path, _ value: JSONValue, version: UInt64) throws -> LiveValue {
+        let plain: LiveValue
+        do {
+            plain = try LiveValue.signed(by: identity, instance: instance, version: version, path: path, value: value)
+        } catch let error as LiveValueError {
+            throw LiveWriteError.refused("\(error)")
+        }
+        guard let conversation = plain.privateConversation else { return plain }
+        guard let (epoch, key) = store.liveSealingKey(conversation) else { throw LiveWriteError.permissionDenied }
+        return try LiveSealing.seal(plain, by: identity, epoch: epoch, key: key)
     }
 
     /// Sends encoded live values to every live peer: one datagram each, and on every session.
@@ -77,14 +87,31 @@ extension Node {
     // MARK: Receiving
 
     /// Live values from a datagram (`slot` nil) or a session: each decoded, verified and offered.
-    func receiveLive(_ encodings: [[UInt8]], on slot: SessionSlot?) {
+    func receiveLive(_ encodings: [[UInt8]], on slot: SessionSlot?, arrived: Double? = nil) {
         dispatchPrecondition(condition: .onQueue(queue))
         var changed = [Path]()
         var relay = [(author: PublicKey, encoding: [UInt8])]()
         var readMarks = [String]()
         let now = monotonicSeconds()
+        var opaque = [(author: PublicKey, encoding: [UInt8])]()
         for encoding in encodings {
-            guard let value = try? LiveValue.decode(encoding), value.author != identity.publicKey || value.instance != instance,
+            guard let message = try? LiveMessage.decode(encoding) else { continue }
+            let value: LiveValue
+            switch message {
+            case let .plain(plain):
+                value = plain
+            case let .sealed(sealed):
+                guard sealed.author != identity.publicKey || sealed.instance != instance, !isBanned(sealed.author) else { continue }
+                guard let opened = openSealedLive(sealed, now: now, arrived: arrived, on: slot) else {
+                    // Not ours to read (or not yet): relayed once all the same, so members reachable
+                    // only through this node see it (§11.8).
+                    if sealedRelay.admit(sealed, now: now) { opaque.append((sealed.author, encoding)) }
+                    continue
+                }
+                sealedRelay.note(sealed)
+                value = opened
+            }
+            guard value.author != identity.publicKey || value.instance != instance,
                   !isBanned(value.author), let kind = LivePaths.classify(value.path)?.kind else { continue }
             let instanceLive = isLive(value.author, instance: value.instance)
             // A peer relays a typing flag or status whose writer's node is not live here at all (§5.7).
@@ -109,6 +136,7 @@ extension Node {
         // A value taken goes on to the peers connected here (but not back), so it reaches nodes
         // that its writer's node never meets (Protocol.md §8.2); each node takes a value once
         // (its version), so it goes on from each node once.
+        relay += opaque
         if !relay.isEmpty {
             for other in sessions.values where other.established && other !== slot {
                 let encodings = relay.filter { $0.author != other.peer }.map(\.encoding)
@@ -116,6 +144,52 @@ extension Node {
             }
         }
         notifyLive(changed, readMarksMoved: readMarks)
+    }
+
+    /// A sealed live value opened, if this node's user may read it (§11.8). One whose epoch's key
+    /// record has not arrived yet waits (at most `pendingSealedSeconds`, `maxPendingSealed` of
+    /// them), and is opened within a beat of the record's arrival.
+    func openSealedLive(_ sealed: SealedLive, now: Double, arrived: Double? = nil, on slot: SessionSlot? = nil) -> LiveValue? {
+        switch store.openLive(sealed) {
+        case let .opened(value):
+            return value
+        case .epochUnknown:
+            if pendingSealed.count >= Node.maxPendingSealed { pendingSealed.removeFirst() }
+            pendingSealed.append((sealed, arrived ?? now, slot?.id))
+            return nil
+        case .closed:
+            return nil
+        }
+    }
+
+    /// How long a sealed live value waits for its epoch's key record, and how many wait.
+    static let pendingSealedSeconds = 30.0
+    static let maxPendingSealed = 256
+
+    /// Opens the sealed values waiting for their key records that have arrived since.
+    func retryPendingSealed(now: Double) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !pendingSealed.isEmpty else { return }
+        let waiting = pendingSealed.filter { now - $0.arrived < Node.pendingSealedSeconds }
+        pendingSealed = []
+        for entry in waiting {
+            receiveLive([entry.value.encoded()], on: entry.slot.flatMap { sessions[$0] }, arrived: entry.arrived)
+        }
+    }
+
+    /// Drops the values of private conversations this node's user no longer reads (it was
+    /// removed, or left), and those of authors who are no longer members there.
+    func dropUnreadablePrivateLive() -> [Path] {
+        let held = live.privateValues
+        guard !held.isEmpty else { return [] }
+        var readable = [String: Bool]()
+        let gone = live.forget { value in
+            guard let conversation = value.privateConversation else { return false }
+            if readable[conversation] == nil { readable[conversation] = store.mayReadLive(of: conversation) }
+            return readable[conversation] == false || !store.mayWriteLive(value.author, in: conversation)
+        }
+        for path in gone where LivePaths.classify(path)?.kind == .receipt { receiptsToKeep.insert(path) }
+        return gone
     }
 
     /// How long a relayed typing flag or status is shown when nothing renews it: three beacon
@@ -145,8 +219,8 @@ extension Node {
         var encodings = [[UInt8]]()
         for value in own {
             liveVersion = max(liveVersion + 1, wallMillis() << 10)
-            guard let renewed = try? LiveValue.signed(by: identity, instance: instance, version: liveVersion, path: value.path,
-                                                      value: value.value),
+            // Sealed again under the current epoch: a member removed since reads none of it.
+            guard let renewed = try? signLive(value.path, value.value, version: liveVersion),
                   case .unchanged = live.offer(renewed, instanceLive: true, now: monotonicSeconds()) else { continue }
             encodings.append(renewed.encoded())
         }
@@ -198,7 +272,9 @@ extension Node {
             changed += live.forget(author)
             changed.append(presencePath(author.userID))
         }
+        changed += dropUnreadablePrivateLive()
         notifyLive(changed)
+        retryPendingSealed(now: now)
     }
 
     /// A session came up: the peer gets this node's typing flags and statuses, and every receipt held.
@@ -295,7 +371,15 @@ extension Node {
     func loadLiveState() {
         guard let liveStore else { return }
         for encoding in (try? liveStore.receipts()) ?? [] {
-            guard let value = try? LiveValue.decode(encoding) else { continue }
+            let value: LiveValue
+            switch try? LiveMessage.decode(encoding) {
+            case let .plain(plain)?: value = plain
+            case let .sealed(sealed)?:
+                // Kept sealed; shown again only while this node's user is still a member.
+                guard case let .opened(opened) = store.openLive(sealed) else { continue }
+                value = opened
+            case nil: continue
+            }
             _ = live.offer(value, instanceLive: false, now: 0)
             liveVersion = max(liveVersion, value.author == identity.publicKey ? value.version : 0)
         }

@@ -69,6 +69,8 @@ public struct LiveTable: Sendable {
     public mutating func offer(_ value: LiveValue, instanceLive: Bool, relayedFor: Double? = nil, now: Double) -> Outcome {
         guard let (kind, owner) = LivePaths.classify(value.path) else { return .refused("\(value.path) is not a live path") }
         guard owner == value.author.userID else { return .refused("\(value.author.userID) may not write \(value.path)") }
+        // A private conversation's live values are for its members only: sealed (§11.8), never plain.
+        guard value.sealed != nil || value.privateConversation == nil else { return .refused("plain live value in a private conversation") }
         switch kind {
         case .receipt:
             return offerReceipt(value, now: now)
@@ -155,6 +157,28 @@ public struct LiveTable: Sendable {
     public func relayed(_ author: PublicKey, now: Double) -> Bool {
         guard let until = authors[author]?.relayedUntil else { return false }
         return until > now
+    }
+
+    /// Forgets every value, typing, status or receipt, that `matching` picks (a private
+    /// conversation's values where this node's user is no longer a member); returns the paths.
+    public mutating func forget(where matching: (LiveValue) -> Bool) -> [Path] {
+        var changed = [Path]()
+        for (key, author) in authors {
+            let gone = author.values.filter { matching($0.value) }.keys
+            guard !gone.isEmpty else { continue }
+            for path in gone { authors[key]!.values.removeValue(forKey: path) }
+            changed += gone
+        }
+        for (path, value) in receipts where matching(value) {
+            drop(receiptAt: path)
+            changed.append(path)
+        }
+        return changed.sorted()
+    }
+
+    /// Every value held of a private conversation (they are checked against its membership).
+    public var privateValues: [LiveValue] {
+        authors.values.flatMap { $0.values.values.filter { $0.sealed != nil } } + receipts.values.filter { $0.sealed != nil }
     }
 
     /// Authors holding typing or status values.

@@ -24,6 +24,9 @@ public struct LiveValue: Hashable, Sendable {
     /// The value's JSON text as signed.
     public let valueBytes: [UInt8]
     public let signature: Signature
+    /// For a value of a private conversation, the sealed form it travels and is kept in (its
+    /// signature is the sealed form's); nil for a plain value.
+    public let sealed: SealedLive?
 
     /// Longest path text, in bytes.
     public static let maxPathBytes = 512
@@ -45,11 +48,35 @@ public struct LiveValue: Hashable, Sendable {
         let unsigned = unsignedItem(author: key.publicKey, instance: instance, version: version, path: pathText, value: text)
         let signature = try key.sign(signingDomain + unsigned.encoded())
         return LiveValue(author: key.publicKey, instance: instance, version: version, path: path, value: value,
-                         valueBytes: text, signature: signature)
+                         valueBytes: text, signature: signature, sealed: nil)
+    }
+
+    /// The value a sealed form holds, once a member opened it: `path` and `valueBytes` come from
+    /// its plaintext, and the value is checked as `decode` checks a plain one.
+    public static func opened(_ sealed: SealedLive, path: Path, valueBytes: [UInt8]) throws(LiveValueError) -> LiveValue {
+        guard valueBytes.count <= maxValueBytes else { throw .tooLarge("value of \(valueBytes.count) bytes exceeds \(maxValueBytes)") }
+        guard path.description.utf8.count <= maxPathBytes else { throw .tooLarge("path exceeds \(maxPathBytes) bytes") }
+        let value: JSONValue
+        do { value = try parseValue(valueBytes, at: path) } catch { throw .invalid("value: \(error)") }
+        return LiveValue(author: sealed.author, instance: sealed.instance, version: sealed.version, path: path, value: value,
+                         valueBytes: valueBytes, signature: sealed.signature, sealed: sealed)
+    }
+
+    /// The JSON value of a live value's text, within the limits of a live value.
+    static func parseValue(_ bytes: [UInt8], at path: Path) throws -> JSONValue {
+        try JSONValue.parse(bytes, limits: JSONLimits(maxBytes: maxValueBytes, maxDepth: 8, maxStringBytes: maxValueBytes))
+            .normalized(at: path)
+    }
+
+    /// The same value in its sealed form (made by `LiveSealing` from this one's fields).
+    public func withSealed(_ sealed: SealedLive) -> LiveValue {
+        LiveValue(author: author, instance: instance, version: version, path: path, value: value, valueBytes: valueBytes,
+                  signature: sealed.signature, sealed: sealed)
     }
 
     private init(author: PublicKey, instance: [UInt8], version: UInt64, path: Path, value: JSONValue, valueBytes: [UInt8],
-                 signature: Signature) {
+                 signature: Signature, sealed: SealedLive?) {
+        self.sealed = sealed
         self.author = author
         self.instance = instance
         self.version = version
@@ -63,8 +90,10 @@ public struct LiveValue: Hashable, Sendable {
         .array([.bytes(author.bytes), .bytes(instance), .unsigned(version), .text(path), .bytes(value)])
     }
 
+    /// The form it travels in: the sealed one for a private conversation's value.
     public func encoded() -> [UInt8] {
-        CBOR.array([.bytes(author.bytes), .bytes(instance), .unsigned(version), .text(path.description), .bytes(valueBytes),
+        if let sealed { return sealed.encoded() }
+        return CBOR.array([.bytes(author.bytes), .bytes(instance), .unsigned(version), .text(path.description), .bytes(valueBytes),
                     .bytes(signature.bytes)]).encoded()
     }
 
@@ -91,13 +120,19 @@ public struct LiveValue: Hashable, Sendable {
         guard path.description == pathText else { throw .invalid("path \(pathText) is not in its canonical form") }
         let value: JSONValue
         do {
-            value = try JSONValue.parse(valueBytes, limits: JSONLimits(maxBytes: maxValueBytes, maxDepth: 8, maxStringBytes: maxValueBytes))
-                .normalized(at: path)
+            value = try parseValue(valueBytes, at: path)
         } catch { throw .invalid("value: \(error)") }
         let unsigned = unsignedItem(author: author, instance: instance, version: version, path: pathText, value: valueBytes)
         guard author.verify(signature, for: signingDomain + unsigned.encoded()) else { throw .badSignature }
         return LiveValue(author: author, instance: instance, version: version, path: path, value: value,
-                         valueBytes: valueBytes, signature: signature)
+                         valueBytes: valueBytes, signature: signature, sealed: nil)
+    }
+
+    /// The private conversation whose live value this is (its path is in one), or nil.
+    public var privateConversation: String? {
+        let s = path.segments
+        guard s.count >= 2, s[0] == "conversations", (try? PrivateBodies.validate(conversation: s[1])) != nil else { return nil }
+        return s[1]
     }
 }
 
