@@ -22,6 +22,7 @@ struct ProtocolVectorKindsTests {
         "private-key-record": "PrivateTests/PrivateVectorTests.keyRecord",
         "private-write": "PrivateTests/PrivateVectorTests.sealedWrite",
         "sealed-file": "PrivateTests/SealedFileTests.vector",
+        "sealed-live": "PrivateTests/LiveSealingTests.vector",
     ]
 
     @Test("every vector is of a kind some test checks")

@@ -1327,7 +1327,51 @@ def check_sealed_file(v):
     return f"{len(starts)} segment(s), {len(sealed)} bytes"
 
 
+SEALED_LIVE_LABEL = b"lanchat/sealed-live/v1"                  # §11.8
+SEALED_LIVE_BUCKETS = (64, 576)
+
+
+def check_sealed_live(v):
+    """§11.8: a private conversation's live value, its plaintext [kind, value] padded to 64 or 576
+    bytes, sealed under the epoch key's live subkey, bound to every signed field, then signed."""
+    seed = v.hex("seed", 32)
+    author = ed25519_public(seed)
+    author_id = b64url(author)
+    instance, version = v.hex("instance", 8), v.uint("version")
+    cid, epoch_id, key, nonce = v.text("conversation"), v.hex("epoch-id", 32), v.hex("epoch-key", 32), v.hex("nonce", 24)
+    path, value_text = v.text("path"), v.text("value")
+    json.loads(value_text)
+    segments = [s for s in path.split("/") if s]
+    kinds = {"typingIndicator": 0, "readReceipts": 1}
+    require(len(segments) == 4 and segments[0] == "conversations" and segments[1] == cid and segments[2] in kinds
+            and segments[3] == author_id, "the path is not the author's typing flag or receipt in the conversation")
+    plain = encode([kinds[segments[2]], value_text.encode()])
+    compare("plaintext", plain, v.hex("plaintext"))
+    size = next(b for b in SEALED_LIVE_BUCKETS if b > len(plain))
+    padded = plain + b"\x80" + bytes(size - len(plain) - 1)
+    ad = SEALED_LIVE_LABEL + b"\x00" + cid.encode() + epoch_id + author + instance + struct.pack(">Q", version)
+    live_key = blake2b_256(SEALED_LIVE_LABEL, key=key)
+    ciphertext = nonce + xchacha_seal(live_key, nonce, padded, ad)
+    unsigned = [author, instance, version, cid, epoch_id, ciphertext]
+    built = encode(unsigned + [ed25519_sign(seed, SEALED_LIVE_LABEL + b"\x00" + encode(unsigned))])
+    given = v.hex("live")
+    compare("live", built, given)
+    fields = decode(given, "live")
+    require(isinstance(fields, list) and len(fields) == 7, "a sealed live value is a 7-item array")
+    VerifyKey(fields[0]).verify(SEALED_LIVE_LABEL + b"\x00" + encode(fields[:6]), fields[6])
+    opened = xchacha_open(live_key, fields[5][:24], fields[5][24:], ad)
+    require(opened == padded, "the ciphertext does not open to the padded plaintext")
+    # Bound to the author: another author's ad does not open it.
+    try:
+        xchacha_open(live_key, fields[5][:24], fields[5][24:], ad.replace(author, bytes(32)))
+        raise VectorError("the ciphertext opens under another author")
+    except VectorError as exc:
+        require("does not open" in str(exc), str(exc))
+    return f"{len(given)} bytes, bucket {size}, signature verified"
+
+
 CHECKS = {
+    "sealed-live": check_sealed_live,
     "sealed-file": check_sealed_file,
     "private-key-record": check_private_key_record,
     "private-write": check_private_write,
