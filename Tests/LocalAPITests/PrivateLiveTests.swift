@@ -177,4 +177,27 @@ struct PrivateLiveTests {
         #expect(try eventually(5) { try b.get(receipt + ".json") == .string(Self.receiptKey) })
         #expect(b.node.queue.sync { b.node.pendingSealed.isEmpty })
     }
+
+    @Test("at most 256 sealed values wait for their key records, each at most 30 s")
+    func pendingBounds() throws {
+        let b = try LiveNode(directory: temporaryDirectory("ppending"), identity: PrivateKey(), discoveryPort: try freeUDPPort())
+        defer { b.stop() }
+        let author = PrivateKey()
+        func sealed(_ version: UInt64) throws -> SealedLive {
+            try SealedLive.signed(by: author, instance: [1, 2, 3, 4, 5, 6, 7, 8], version: version, conversation: "g_AAAAAAAAAAAAAAAAAAAA",
+                                  epoch: Digest32(bytes: [UInt8](repeating: 3, count: 32)),
+                                  ciphertext: [UInt8](repeating: 9, count: SealedLive.ciphertextSizes[0]))
+        }
+        let values = try (1...257).map { try sealed(UInt64($0)).encoded() }
+        b.node.queue.sync {
+            for value in values { b.node.receiveLive([value], on: nil) }
+            #expect(b.node.pendingSealed.count == Node.maxPendingSealed)
+            #expect(b.node.pendingSealed.first?.value.version == 2)
+            let arrived = b.node.pendingSealed[0].arrived
+            b.node.retryPendingSealed(now: arrived + Node.pendingSealedSeconds - 1)
+            #expect(b.node.pendingSealed.count == Node.maxPendingSealed)
+            b.node.retryPendingSealed(now: arrived + Node.pendingSealedSeconds + 1)
+            #expect(b.node.pendingSealed.isEmpty)
+        }
+    }
 }

@@ -74,6 +74,9 @@ enum LimitCoverage {
         .init(.protocolTable, "live values taken from one author", ["SyncTests/LiveTableTests.rate"]),
         .init(.protocolTable, "read receipts held", ["SyncTests/LiveTableTests.receiptsHeld", "LocalAPITests/LiveStateTests.receiptsConverge"]),
         .init(.protocolTable, "receipts taken from one author", ["SyncTests/LiveTableTests.receiptRate"]),
+        .init(.protocolTable, "sealed live values relayed unopened (§11.8)", ["SyncTests/SealedLiveRelayTests.onceAndRate",
+                                                                            "SyncTests/SealedLiveRelayTests.bounds"]),
+        .init(.protocolTable, "sealed live values waiting for their key record", ["LocalAPITests/PrivateLiveTests.pendingBounds"]),
         .init(.protocolTable, "away", ["LocalAPITests/LiveStateTests.presence"]),
     ]
 
