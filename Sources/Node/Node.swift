@@ -94,6 +94,10 @@ public final class Node: @unchecked Sendable {
     /// Sealed live values whose epoch's key record has not arrived, with when they came
     /// (monotonic seconds): opened if it arrives within `pendingSealedSeconds`.
     var pendingSealed: [(value: SealedLive, arrived: Double, slot: Int?)] = []
+    /// The one-shot timer armed at the next moment a peer is lost or a relayed value expires
+    /// (NodeLive.swift, `armLivenessTimer`), and that moment (monotonic seconds).
+    var livenessTimer: (any Cancellable)?
+    var livenessDeadline: Double?
     var liveObservers: [Int: ([Path], [String]) -> Void] = [:]
     /// Receipts and last-seen times kept across restarts; nil if its file cannot be opened.
     let liveStore: LiveStore?
@@ -159,6 +163,8 @@ public final class Node: @unchecked Sendable {
             running = false
             for timer in timers { timer.cancel() }
             timers.removeAll()
+            livenessTimer?.cancel()
+            livenessTimer = nil
             for slot in sessions.values { slot.connection.close() }
             sessions.removeAll()
             listener?.close()

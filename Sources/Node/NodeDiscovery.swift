@@ -51,6 +51,7 @@ extension Node {
         discovered[beacon.author] = DiscoveredPeer(author: beacon.author, instance: beacon.instance, address: address,
                                                    lastSeen: now, recordCount: beacon.recordCount, fingerprint: beacon.fingerprint,
                                                    addressSeen: addressSeen)
+        if known == nil { armLivenessTimer() }  // a known peer's deadline only moves later
         if known == nil || known?.instance != beacon.instance {
             peerHeardForLive(beacon.author, instance: beacon.instance)
             log("discovered \(describe(beacon.author)) at \(address) (\(beacon.recordCount) records)")
@@ -77,7 +78,7 @@ extension Node {
 
     func expirePeers(now: Double) {
         let limit = 3 * config.beaconInterval.seconds
-        for (author, peer) in discovered where now - peer.lastSeen > limit {
+        for (author, peer) in discovered where now - peer.lastSeen >= limit {
             discovered.removeValue(forKey: author)
             sweepLive()
             notifyLive([presencePath(author.userID)])

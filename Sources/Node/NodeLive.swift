@@ -94,6 +94,7 @@ extension Node {
         var readMarks = [String]()
         let now = monotonicSeconds()
         var opaque = [(author: PublicKey, encoding: [UInt8])]()
+        var tookRelayed = false
         for encoding in encodings {
             guard let message = try? LiveMessage.decode(encoding) else { continue }
             let value: LiveValue
@@ -118,6 +119,7 @@ extension Node {
             let relayedFor = !instanceLive && kind != .receipt && slot != nil && !isLive(value.author) && relayable(value)
                 ? relayedLiveSeconds : nil
             if instanceLive || relayedFor != nil { changed += live.keep(value.author, instance: value.instance) }
+            if relayedFor != nil { tookRelayed = true }
             switch live.offer(value, instanceLive: instanceLive, relayedFor: relayedFor, now: now) {
             case let .changed(path):
                 changed.append(path)
@@ -144,6 +146,7 @@ extension Node {
             }
         }
         notifyLive(changed, readMarksMoved: readMarks)
+        if tookRelayed { armLivenessTimer() }
     }
 
     /// A sealed live value opened, if this node's user may read it (§11.8). One whose epoch's key
@@ -348,10 +351,41 @@ extension Node {
 
     // MARK: Timers, observers, keeping
 
+    /// Arms a one-shot timer at the next moment something live expires: a discovered peer three
+    /// beacon intervals after its last beacon (and with it its typing flags and statuses), or a
+    /// relayed author's values (§5.7). So they go at that moment, not up to a polling beat later.
+    ///
+    /// A timer is allowed a leeway of a tenth of its delay (`TimerLeeway`), which for 6 s would
+    /// be 0.6 s late; so it is armed at nine tenths of the time left, and again from there, and
+    /// fires within a millisecond of the deadline after a few short hops. A check armed for an
+    /// earlier moment is kept: it arms the next one when it fires.
+    func armLivenessTimer() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard running else { return }
+        let now = monotonicSeconds()
+        let limit = 3 * config.beaconInterval.seconds
+        let deadlines = discovered.values.map { $0.lastSeen + limit } + [live.nextRelayedExpiry].compactMap { $0 }
+        guard let deadline = deadlines.min() else { return }
+        if livenessTimer != nil, let armed = livenessDeadline, armed <= deadline { return }
+        livenessTimer?.cancel()
+        livenessDeadline = deadline
+        let left = max(0, deadline - now)
+        let hop = left > 0.01 ? left * 0.9 : left
+        livenessTimer = world.scheduler.after(.nanoseconds(Int(hop * 1e9)), on: queue) { [self] in
+            livenessTimer = nil
+            livenessDeadline = nil
+            guard running else { return }
+            expirePeers(now: monotonicSeconds())
+            sweepLive()
+            armLivenessTimer()
+        }
+    }
+
     func startLiveTimers() {
         dispatchPrecondition(condition: .onQueue(queue))
-        // Peers expire on this beat too, so a lost writer's values go within about three beacon
-        // intervals, not up to an anti-entropy interval later.
+        // Peers and relayed values expire at their moment (`armLivenessTimer`); this beat also
+        // drops what membership no longer lets this node show, retries sealed values waiting
+        // for their key records, and publishes idleness.
         let beat = DispatchTimeInterval.milliseconds(max(50, Int(config.beaconInterval.seconds * 250)))
         timers.append(world.scheduler.every(beat, on: queue) { [self] in
             guard running else { return }
@@ -359,6 +393,7 @@ extension Node {
             sweepLive()
             updateAway()
         })
+        armLivenessTimer()
         let refresh = DispatchTimeInterval.milliseconds(max(50, Int(config.beaconInterval.seconds * 1000)))
         timers.append(world.scheduler.every(refresh, on: queue) { [self] in
             guard running else { return }
