@@ -95,7 +95,8 @@ struct RESTHandler {
         let value: JSONValue
         if request.queryValue("shallow") == "true" {
             guard query == nil else { throw BadRequest(message: "Mixing 'shallow' and querying parameters is not supported") }
-            value = try node.withStoreOnQueue { store, _ in try store.shallowValue(at: path) }
+            let stored = try node.withStoreOnQueue { store, _ in try store.shallowValue(at: path) }
+            value = node.liveEntriesOnQueue(for: path).map { LivePaths.shallowOverlay(stored, at: path, entries: $0) } ?? stored
         } else if let query {
             value = try TreeAccess(node: node).query(query, at: path)
         } else {

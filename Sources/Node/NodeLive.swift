@@ -119,7 +119,12 @@ extension Node {
             let relayedFor = !instanceLive && kind != .receipt && slot != nil && !isLive(value.author) && relayable(value)
                 ? relayedLiveSeconds : nil
             if instanceLive || relayedFor != nil { changed += live.keep(value.author, instance: value.instance) }
-            if relayedFor != nil { tookRelayed = true }
+            if relayedFor != nil {
+                tookRelayed = true
+                // Heard, through a relay: online while its values are (§5.7), then last seen now.
+                if !live.relayed(value.author, now: now) { changed.append(presencePath(value.author.userID)) }
+                lastHeard[value.author] = wallMillis()
+            }
             switch live.offer(value, instanceLive: instanceLive, relayedFor: relayedFor, now: now) {
             case let .changed(path):
                 changed.append(path)
@@ -324,6 +329,10 @@ extension Node {
         }
         var live = Set(discovered.keys)
         for slot in sessions.values where slot.established { if let peer = slot.peer { live.insert(peer) } }
+        // An author heard only through a relay (nodes chained by `--peer`) is online while the
+        // values it renews are held here.
+        let now = monotonicSeconds()
+        for author in self.live.ephemeralAuthors where self.live.relayed(author, now: now) { live.insert(author) }
         for author in live {
             let away = self.live.values(of: author).contains { $0.path.segments.count == 3 && $0.path.segments[2] == "away" && $0.value == .bool(true) }
             result[author.userID] = (away ? "away" : "online", true, Int64(lastHeard[author] ?? wallMillis()))

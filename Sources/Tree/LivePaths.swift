@@ -108,6 +108,28 @@ public enum LivePaths {
         return query.apply(to: merged)
     }
 
+    /// `base`, a `shallow=true` answer at `path` read from the stored tree, with the live layer
+    /// over it: what `shallow` gives for the value `overlay` shows. The live subtrees are taken
+    /// out of the stored children as `overlay` takes them out (a child that is wholly live goes;
+    /// a stored child with live values below it stays `true`), then each live value adds the
+    /// child it lies under, as `true`.
+    public static func shallowOverlay(_ base: JSONValue, at path: Path, entries: [(Path, JSONValue)]) -> JSONValue {
+        var value = base
+        for pattern in roots { value = strip(value, segments: path.segments, pattern: pattern[...]) }
+        for (entryPath, entryValue) in entries where entryValue != .null {
+            if let relative = entryPath.relative(to: path) {
+                guard let key = relative.segments.first else { return shallow(entryValue) }
+                var members: [String: JSONValue] = [:]
+                if case let .object(existing) = value { members = existing }
+                members[key] = .bool(true)
+                value = .object(members)
+            } else if let inner = path.relative(to: entryPath), let found = get(entryValue, inner.segments[...]) {
+                return shallow(found)
+            }
+        }
+        return value
+    }
+
     /// Removes from `value` (at `segments`) whatever matches `pattern`.
     private static func strip(_ value: JSONValue, segments: [String], pattern: ArraySlice<String>) -> JSONValue {
         var pattern = pattern

@@ -125,4 +125,27 @@ struct LiveReadPathTests {
         #expect(data.contains { $0.objectValue?["t"] == 1 && $0.objectValue?["d"] == .object(["messages": messages]) })
         #expect(data.contains { $0.objectValue?["t"] == nil && $0.objectValue?["d"] == .null })
     }
+
+    @Test("a shallow GET shows the children the live values make, as a shallow view of the whole read")
+    func shallowGet() throws {
+        let (api, uid) = try Self.fixture()
+        defer { api.shutdown() }
+        // A conversation that holds nothing but a typing flag, and a receipt in another.
+        #expect(try api.call("PUT", "/conversations/e/typingIndicator/\(uid).json", body: "true").status == 200)
+        #expect(try api.call("PUT", "/conversations/d/readReceipts/\(uid).json", body: "\"m1\"").status == 200)
+        let paths = ["/", "/conversations", "/conversations/d", "/conversations/e", "/conversations/d/typingIndicator",
+                     "/conversations/d/typingIndicator/\(uid)", "/conversations/d/readReceipts", "/conversations/c/messages"]
+        for path in paths {
+            let reply = try api.call("GET", (path == "/" ? "/.json" : path + ".json") + "?shallow=true")
+            #expect(reply.status == 200)
+            let expected = shallow(try Self.whole(api, path))
+            #expect(reply.json == expected, "shallow read of \(path): \(reply.text) vs \(expected)")
+        }
+        #expect(try api.call("GET", "/conversations.json?shallow=true").json == ["c": true, "d": true, "e": true])
+        #expect(try api.call("GET", "/conversations/d.json?shallow=true").json == ["messages": true, "typingIndicator": true, "readReceipts": true])
+        #expect(try api.call("GET", "/conversations/d/readReceipts.json?shallow=true").json == .object([uid: true]))
+        // Cleared, the conversation that held only the flag is gone from the shallow read too.
+        _ = try api.call("DELETE", "/conversations/e/typingIndicator/\(uid).json")
+        #expect(try api.call("GET", "/conversations.json?shallow=true").json == ["c": true, "d": true])
+    }
 }

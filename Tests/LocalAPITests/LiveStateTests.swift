@@ -176,8 +176,11 @@ struct LiveStateTests {
         #expect(eventually(10) { c.hears(a) && c.hears(b) })
         #expect(!b.hears(a))
         let path = "/conversations/general/typingIndicator/\(a.userID)"
+        #expect(try b.get("/presence/\(a.userID)/state.json") == .null)
         _ = try a.call("PUT", path + ".json", body: "true")
         #expect(try eventually(2) { try b.get(path + ".json") == .bool(true) })
+        // Heard through C, A is online on B while its relayed values are held.
+        #expect(try b.get("/presence/\(a.userID)/state.json") == .string("online"))
         // Renewed every interval: still shown after more than three intervals.
         let shownSince = Date()
         var held = true
@@ -203,6 +206,7 @@ struct LiveStateTests {
         // Its last renewal came at most an instant before: gone three intervals after it, and
         // within 0.1 s more for the timer's wake-up and this test's polling.
         #expect(gone <= 3 * interval + 0.1, "gone after \(gone) s")
+        #expect(try b.get("/presence/\(a.userID)/state.json") == .string("offline"))
     }
 
     @Test("a member cannot set another user's typing flag: not through its API, not by a forged datagram")
