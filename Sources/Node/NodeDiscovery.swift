@@ -78,7 +78,7 @@ extension Node {
 
     func expirePeers(now: Double) {
         let limit = 3 * config.beaconInterval.seconds
-        for (author, peer) in discovered where now - peer.lastSeen >= limit {
+        for (author, peer) in discovered where peer.lastSeen + limit <= now {  // as `armLivenessTimer` computes it
             discovered.removeValue(forKey: author)
             sweepLive()
             notifyLive([presencePath(author.userID)])

@@ -373,13 +373,15 @@ extension Node {
         guard running else { return }
         let now = monotonicSeconds()
         let limit = 3 * config.beaconInterval.seconds
-        let deadlines = discovered.values.map { $0.lastSeen + limit } + [live.nextRelayedExpiry].compactMap { $0 }
+        // Only deadlines still ahead: one passed was dealt with before this call (or, past by a
+        // rounding, is left to the beat), so the timer never spins at zero delay.
+        let deadlines = discovered.values.map { $0.lastSeen + limit }.filter { $0 > now } + [live.nextRelayedExpiry(after: now)].compactMap { $0 }
         guard let deadline = deadlines.min() else { return }
         if livenessTimer != nil, let armed = livenessDeadline, armed <= deadline { return }
         livenessTimer?.cancel()
         livenessDeadline = deadline
         let left = max(0, deadline - now)
-        let hop = left > 0.01 ? left * 0.9 : left
+        let hop = max(0.001, left > 0.01 ? left * 0.9 : left)
         livenessTimer = world.scheduler.after(.nanoseconds(Int(hop * 1e9)), on: queue) { [self] in
             livenessTimer = nil
             livenessDeadline = nil

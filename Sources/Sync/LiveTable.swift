@@ -181,8 +181,10 @@ public struct LiveTable: Sendable {
         authors.values.flatMap { $0.values.values.filter { $0.sealed != nil } } + receipts.values.filter { $0.sealed != nil }
     }
 
-    /// The earliest moment a relayed author's values expire (`offer`'s `relayedFor`), if any.
-    public var nextRelayedExpiry: Double? { authors.values.compactMap(\.relayedUntil).min() }
+    /// The earliest moment after `now` a relayed author's values expire (`offer`'s `relayedFor`), if any.
+    public func nextRelayedExpiry(after now: Double) -> Double? {
+        authors.values.compactMap(\.relayedUntil).filter { $0 > now }.min()
+    }
 
     /// Authors holding typing or status values.
     public var ephemeralAuthors: [PublicKey] { Array(authors.keys) }
