@@ -265,10 +265,21 @@ public enum WireChecks {
         for frame in frames { try sessionMessage(frame, target: t) }
     }
 
-    /// One signed live value (§7): accepted bytes are canonical (they re-encode to themselves),
+    /// One signed live value (§7), plain or sealed: accepted bytes are canonical (they re-encode to themselves),
     /// within the size limits, and signed by their author over exactly these fields.
     static func liveValue(_ input: [UInt8]) throws(FuzzViolation) {
         let t = FuzzTarget.liveValue
+        // The sealed form of a private conversation's value (§11.8): canonical too, of a
+        // bucket's size, for a private conversation id.
+        if case let .sealed(sealed)? = try? LiveMessage.decode(input) {
+            try require(sealed.encoded() == input, t, "accepted sealed live value re-encodes differently: \(hex(sealed.encoded()))")
+            try require(input.count <= LiveValue.maxEncodedBytes, t, "a sealed live value of \(input.count) bytes accepted")
+            try require(SealedLive.ciphertextSizes.contains(sealed.ciphertext.count) && sealed.instance.count == 8, t,
+                        "a sealed live value of \(sealed.ciphertext.count) bytes of ciphertext accepted")
+            try require(sealed.conversation.utf8.count == 22 && (sealed.conversation.hasPrefix("g_") || sealed.conversation.hasPrefix("d_")), t,
+                        "a sealed live value for \(sealed.conversation) accepted")
+            return
+        }
         guard let value = try? LiveValue.decode(input) else { return }
         try require(value.encoded() == input, t, "accepted live value re-encodes differently: \(hex(value.encoded()))")
         try require(input.count <= LiveValue.maxEncodedBytes, t, "a live value of \(input.count) bytes accepted")
