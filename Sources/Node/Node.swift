@@ -98,6 +98,8 @@ public final class Node: @unchecked Sendable {
     /// (NodeLive.swift, `armLivenessTimer`), and that moment (monotonic seconds).
     var livenessTimer: (any Cancellable)?
     var livenessDeadline: Double?
+    /// The store's `membershipGeneration` when the private live values shown were last checked.
+    var liveCheckedGeneration = -1
     var liveObservers: [Int: ([Path], [String]) -> Void] = [:]
     /// Receipts and last-seen times kept across restarts; nil if its file cannot be opened.
     let liveStore: LiveStore?

@@ -188,8 +188,11 @@ extension Node {
     /// Drops the values of private conversations this node's user no longer reads (it was
     /// removed, or left), and those of authors who are no longer members there.
     func dropUnreadablePrivateLive() -> [Path] {
-        let held = live.privateValues
-        guard !held.isEmpty else { return [] }
+        // Values are checked as they are opened: only a change of membership since can make one
+        // unreadable.
+        guard store.membershipGeneration != liveCheckedGeneration else { return [] }
+        liveCheckedGeneration = store.membershipGeneration
+        guard live.hasPrivateValues else { return [] }
         var readable = [String: Bool]()
         let gone = live.forget { value in
             guard let conversation = value.privateConversation else { return false }

@@ -43,7 +43,10 @@ public final class Store {
     /// Key and leave records of every private conversation, by conversation, read once.
     var privateControl: [String: [Record]]?
     /// Membership of each private conversation, worked out again when its key or leave records change.
-    var memberships: [String: Membership] = [:]
+    var memberships: [String: Membership] = [:] { didSet { membershipGeneration &+= 1 } }
+    /// Changes whenever a membership may have changed (a key or leave record, keys given, a
+    /// rebuild): the node checks the private live values it shows again only then.
+    public private(set) var membershipGeneration = 0
 
     /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or

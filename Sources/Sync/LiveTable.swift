@@ -176,9 +176,9 @@ public struct LiveTable: Sendable {
         return changed.sorted()
     }
 
-    /// Every value held of a private conversation (they are checked against its membership).
-    public var privateValues: [LiveValue] {
-        authors.values.flatMap { $0.values.values.filter { $0.sealed != nil } } + receipts.values.filter { $0.sealed != nil }
+    /// Whether any value held is of a private conversation (they are checked against its membership).
+    public var hasPrivateValues: Bool {
+        authors.values.contains { $0.values.values.contains { $0.sealed != nil } } || receipts.values.contains { $0.sealed != nil }
     }
 
     /// The earliest moment after `now` a relayed author's values expire (`offer`'s `relayedFor`), if any.
