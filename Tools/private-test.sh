@@ -3,7 +3,8 @@
 # member of their private group (--peer, discovery off). Bob reads Alice's messages; Carol
 # stores and relays every record but her tree shows nothing of the group and the plaintext is
 # nowhere in her data directory; after Bob's removal he receives the new records but cannot read
-# them. A photo sent to the group is sealed: Bob's node serves it opened, byte for byte; Carol
+# them. Alice's typing flag and read receipt reach Bob through Carol too, sealed: Carol shows and
+# keeps nothing of them, and Bob, removed, shows them no more. A photo sent to the group is sealed: Bob's node serves it opened, byte for byte; Carol
 # relays its chunks and neither its bytes nor its key are in her data directory. An independent reader (Tools/interop/private_interop.py, PyNaCl) decrypts a message from
 # an export stream with a member's key and reads nothing with Carol's.
 # Usage: Tools/private-test.sh [path/to/lanchat]
@@ -90,13 +91,30 @@ check "the search finds the photo where it is in plain" 1 "$(photo_in plain)"
 check "alice's own store keeps only the sealed photo" 0 "$(photo_in alice)"
 check "the photo's key is nowhere in carol's data directory" 0 "$(grep -rlaF "$("$LANCHAT" get --data "$work/bob" "/conversations/$cid/messages/$photo_key/photoKey" | tr -d '"')" "$work/carol" | grep -v '\.log$' | wc -l)"
 
+# Live state of the group: Alice's typing flag and read receipt reach Bob through Carol, sealed
+# (Protocol.md §11.8); Carol shows neither and keeps no receipt key.
+call() { curl -s -X "$2" -H "Authorization: Bearer token-$1" ${4:+--data "$4"} "http://$(api_of "$1")$3"; }
+typing_path="/conversations/$cid/typingIndicator/$alice.json"
+receipt_path="/conversations/$cid/readReceipts/$alice.json"
+receipt_key="-NreceiptOnlyMembersSee"
+call alice PUT "$typing_path" true >/dev/null
+call alice PUT "$receipt_path" "\"$receipt_key\"" >/dev/null
+bob_sees_live() { [ "$(call bob GET "$typing_path")" == true ] && [ "$(call bob GET "$receipt_path")" == "\"$receipt_key\"" ]; }
+until_true 10 bob_sees_live; check "bob sees alice typing and her read receipt (sealed, relayed by carol)" 0 $?
+check "carol shows no typing flag of the group" null "$(call carol GET "$typing_path")"
+check "carol shows no read receipt of the group" null "$(call carol GET "$receipt_path")"
+kept_receipt() { "$PY" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from receipts').fetchone()[0])" "$work/bob/live.sqlite"; }
+bob_keeps_receipt() { [ "$(kept_receipt)" == 1 ]; }
+until_true 10 bob_keeps_receipt; check "bob's node keeps the receipt (sealed) on disk" 0 $?
+check "the receipt's message key is nowhere in bob's data directory in plain" 0 "$(grep -rlaF -e "$receipt_key" "$work/bob" | grep -v '\.log$' | wc -l)"
+
 until_true 30 synced carol; check "carol stores every record" 0 $?
 check "carol's tree shows nothing of the group" "null" "$("$LANCHAT" get --data "$work/carol" "/conversations/$cid")"
 check "carol's tree shows nothing of the direct conversation" "null" "$("$LANCHAT" get --data "$work/carol" "/conversations/$dm")"
 check "carol cannot read the messages" "" "$("$LANCHAT" messages --data "$work/carol" "$cid")"
 "$LANCHAT" send --data "$work/carol" "$cid" "let me in" >/dev/null 2>&1
 check "carol cannot write there" 1 $?
-plaintext_in() { grep -rl -a -e "$secret" -e "roger that" -e "just between us" -e "Operation Owl" "$work/$1" | grep -v '\.log$' | wc -l; }
+plaintext_in() { grep -rl -a -e "$secret" -e "roger that" -e "just between us" -e "Operation Owl" -e "$receipt_key" "$work/$1" | grep -v '\.log$' | wc -l; }
 check "no plaintext anywhere in carol's data directory (store, WAL, chunks)" 0 "$(plaintext_in carol)"
 check "the plaintext is in bob's store (he is a member)" 1 "$([ "$(plaintext_in bob)" -ge 1 ] && echo 1)"
 
@@ -112,6 +130,8 @@ check "PyNaCl reads nothing with carol's key" 0 $?
 after="sent after the removal"
 "$LANCHAT" send --data "$work/alice" "$cid" "$after" >/dev/null
 until_true 30 synced bob; check "bob receives the new records" 0 $?
+bob_sees_no_live() { [ "$(call bob GET "$typing_path")" == null ] && [ "$(call bob GET "$receipt_path")" == null ]; }
+until_true 10 bob_sees_no_live; check "bob, removed, shows neither alice's typing flag nor her receipt" 0 $?
 check "bob cannot read what was sent after his removal" 0 "$("$LANCHAT" messages --data "$work/bob" "$cid" | grep -c "$after")"
 check "bob still has what he read before" 1 "$("$LANCHAT" messages --data "$work/bob" "$cid" | grep -c "$secret")"
 check "the new plaintext is nowhere in bob's data directory" 0 "$(grep -rl -a "$after" "$work/bob" | grep -v '\.log$' | wc -l)"
