@@ -152,7 +152,7 @@ struct PrivateLiveTests {
         #expect(try eventually(5) { try b.get(typing + ".json") == .null })
     }
 
-    @Test("a sealed receipt that arrives before its key record shows once the record does")
+    @Test("a sealed receipt that arrives before its key record shows once the record does, and again after a restart")
     func receiptBeforeItsKey() throws {
         let a = try LiveNode(directory: temporaryDirectory("plate-a"), identity: PrivateKey(), discoveryPort: try freeUDPPort())
         let b = try LiveNode(directory: temporaryDirectory("plate-b"), identity: PrivateKey(), discoveryPort: try freeUDPPort())
@@ -176,6 +176,14 @@ struct PrivateLiveTests {
         try queue.sync { try socket.send(Datagram.push(keyRecord).seal(key: key), to: b.node.listenAddress) }
         #expect(try eventually(5) { try b.get(receipt + ".json") == .string(Self.receiptKey) })
         #expect(b.node.queue.sync { b.node.pendingSealed.isEmpty })
+
+        // Kept on disk sealed, it shows again after B's node restarts, with A's node gone.
+        #expect(eventually(5) { ((try? LiveStore(forStoreAt: b.directory + "/store.sqlite").receipts().count) ?? 0) == 1 })
+        a.stop()
+        b.stop()
+        let again = try LiveNode(directory: b.directory, identity: b.identity, discoveryPort: try freeUDPPort())
+        defer { again.stop() }
+        #expect(try again.get(receipt + ".json") == .string(Self.receiptKey))
     }
 
     @Test("at most 256 sealed values wait for their key records, each at most 30 s")
