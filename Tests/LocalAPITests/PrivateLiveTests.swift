@@ -80,6 +80,14 @@ struct PrivateLiveTests {
         #expect(try c.get("/conversations/\(id).json") == .null)
         #expect(!(try c.call("GET", "/.json").text.contains(Self.receiptKey)))
         #expect(c.node.queue.sync { c.node.liveCountsOnQueue() } == (0, 0))
+        // The websocket protocol's get shows the flag on B, nothing on C.
+        for (node, expected) in [(b, JSONValue.object([a.userID: true])), (c, JSONValue.null)] {
+            let client = try RealtimeClient(port: node.api.address.port)
+            _ = try client.message()
+            _ = try client.request("gauth", .object(["cred": .string(APIFixture.token)]))
+            let got = try client.request("g", ["p": .string("/conversations/\(id)/typingIndicator")])
+            #expect(got.objectValue?["d"] == expected, "websocket get on \(node === b ? "B" : "C")")
+        }
         // Its stream's next event is a write made after they passed: none of theirs came before.
         #expect(try c.call("PUT", "/conversations/general/marker.json", body: "1").status == 200)
         let next = try streams[1].nextChange()

@@ -15,8 +15,11 @@ final class RealtimeClient {
         self.raw = raw
     }
 
-    init(_ api: APIFixture) throws {
-        raw = try api.client()
+    convenience init(_ api: APIFixture) throws { try self.init(port: api.port) }
+
+    /// A websocket session with the local API listening on `port`.
+    init(port: UInt16) throws {
+        raw = try RawClient(port: port)
         try raw.send(RawClient.request("GET", "/.ws?v=5&ns=lanchat", headers: [
             ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
             ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
