@@ -23,6 +23,12 @@ public struct EpochRecord: Sendable {
     }
 }
 
+/// An author's epoch number, of which one key record counts.
+struct EpochSlot: Hashable {
+    let author: PublicKey
+    let epoch: UInt64
+}
+
 /// An epoch this node holds the key of, with its meta.
 public struct OpenedEpoch: Sendable {
     public let key: EpochKey
@@ -76,13 +82,26 @@ public struct Membership: Sendable {
     }
 
     public init(conversation: String, epochs candidates: [EpochRecord], leaves leaveEvents: [LeaveEvent], device: X25519PrivateKey) {
+        self.init(conversation: conversation, epochs: candidates, leaves: leaveEvents) { KeySchedule.openKey($0.body, with: device) }
+    }
+
+    /// `openBox` gives the epoch key from the record's sealed keys, if one is this node's: a
+    /// caller that resolves membership again and again (on every key or leave record) keeps
+    /// its answers by record id, so each key record's boxes are tried once.
+    public init(conversation: String, epochs candidates: [EpochRecord], leaves leaveEvents: [LeaveEvent],
+                openBox: (EpochRecord) -> EpochKey?) {
         self.conversation = conversation
         let valid = candidates
             .filter { $0.body.conversation == conversation && ConversationID.mayKey($0.body, author: $0.author) }
             .sorted { ($0.body.epoch, $0.order) < ($1.body.epoch, $1.order) }
+        // One key record counts per author and epoch number: the first in write order. A
+        // creator (or a direct conversation's member) making many key records of one number
+        // gains nothing, and with epoch numbers bounded (`PrivateLimits.maxEpoch`) so is the
+        // number of epochs a node resolves.
         var seen = Set<Digest32>()
-        let epochs = valid.filter { seen.insert($0.id).inserted }
-        let opened = Membership.open(epochs, device: device)
+        var numbered = Set<EpochSlot>()
+        let epochs = valid.filter { seen.insert($0.id).inserted && numbered.insert(EpochSlot(author: $0.author, epoch: $0.body.epoch)).inserted }
+        let opened = Membership.open(epochs, openBox: openBox)
         self.epochs = epochs
         self.opened = opened
 
@@ -102,12 +121,12 @@ public struct Membership: Sendable {
     /// link, every earlier epoch an opened one hands on (groups that share history). An epoch
     /// whose meta does not open, does not decode, or breaks the rules of its kind (a group's
     /// creator among its members; a direct conversation's two members exactly) is not opened.
-    static func open(_ epochs: [EpochRecord], device: X25519PrivateKey) -> [Digest32: OpenedEpoch] {
+    static func open(_ epochs: [EpochRecord], openBox: (EpochRecord) -> EpochKey?) -> [Digest32: OpenedEpoch] {
         let byID = Dictionary(epochs.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var opened = [Digest32: OpenedEpoch]()
         var pending = [(EpochRecord, EpochKey)]()
         for epoch in epochs {
-            if let key = KeySchedule.openKey(epoch.body, with: device) { pending.append((epoch, key)) }
+            if let key = openBox(epoch) { pending.append((epoch, key)) }
         }
         while let (epoch, key) = pending.popLast() {
             guard opened[epoch.id] == nil, let meta = try? KeySchedule.openMeta(epoch.body, key: key, author: epoch.author),
@@ -176,5 +195,55 @@ public struct Membership: Sendable {
     /// The title of the last opened epoch.
     public var title: String? {
         epochs.reversed().lazy.compactMap { self.opened[$0.id]?.meta.title }.first
+    }
+}
+
+/// Where two resolutions of one conversation's membership (before and after a key or leave
+/// record) may judge a sealed write differently, so that only those writes are judged again.
+public struct MembershipChange: Sendable {
+    /// Epochs one of them opens and the other does not: every write sealed in them.
+    public var epochs: Set<Digest32> = []
+    /// Epochs both open: within them, only the writes of `spans` can be judged differently.
+    public var sharedEpochs: [Digest32] = []
+    /// An author and the clocks (inclusive) over which its membership may differ.
+    public var spans: [(author: PublicKey, clocks: ClosedRange<UInt64>)] = []
+}
+
+extension Membership {
+    /// What may judge differently from `before` (a superset; never less). A write of author
+    /// `a` at order `o` sealed in epoch `e` is admitted when `e` is opened with `a` among its
+    /// members and `a` is among the members at `o`: the members of the last epoch (in write
+    /// order) before `o`, less leaves. So a difference needs `e` opened on one side only, or a
+    /// stretch of write order where the members in force differ (between two consecutive
+    /// epochs of either side, for the authors in one set and not the other), or a leave that
+    /// differs (from its clock on, for its author).
+    public func changes(since before: Membership) -> MembershipChange {
+        var change = MembershipChange()
+        let ids = Set(opened.keys).union(before.opened.keys)
+        for id in ids {
+            if (opened[id] == nil) != (before.opened[id] == nil) { change.epochs.insert(id) } else { change.sharedEpochs.append(id) }
+        }
+        change.sharedEpochs.sort { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        // Breakpoints: every epoch's place in write order on either side, walked in order with
+        // the member set in force on each side just after it.
+        let marks = Array(Set(timeline.map(\.order) + before.timeline.map(\.order))).sorted()
+        var mine = 0, theirs = 0
+        var nowMembers: Set<PublicKey>?, thenMembers: Set<PublicKey>?
+        for (index, mark) in marks.enumerated() {
+            while mine < timeline.count, !(mark < timeline[mine].order) { nowMembers = timeline[mine].members; mine += 1 }
+            while theirs < before.timeline.count, !(mark < before.timeline[theirs].order) {
+                thenMembers = before.timeline[theirs].members
+                theirs += 1
+            }
+            guard nowMembers != thenMembers else { continue }
+            let upTo = index + 1 < marks.count ? marks[index + 1].clock : .max
+            for author in (nowMembers ?? []).symmetricDifference(thenMembers ?? []) {
+                change.spans.append((author, mark.clock...upTo))
+            }
+        }
+        for author in Set(leaves.keys).union(before.leaves.keys) where leaves[author] != before.leaves[author] {
+            change.spans.append((author, min(leaves[author] ?? .max, before.leaves[author] ?? .max)...UInt64.max))
+        }
+        return change
     }
 }

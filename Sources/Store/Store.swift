@@ -44,6 +44,17 @@ public final class Store {
     var privateControl: [String: [Record]]?
     /// Membership of each private conversation, worked out again when its key or leave records change.
     var memberships: [String: Membership] = [:]
+    /// The epoch key each key record's sealed keys give this node's device (nil: none of them
+    /// is for it), by record id: tried once per record, whatever the number of resolutions.
+    var boxKeys: [Digest32: EpochKey?] = [:]
+    /// How many sealed writes the last membership change judged again (tests look at it).
+    var judgedOnMembershipChange = 0
+
+    /// An author's epoch number in a conversation, of which one key record counts.
+    struct EpochSlotKey: Hashable {
+        let author: PublicKey
+        let epoch: UInt64
+    }
 
     /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or
