@@ -33,6 +33,14 @@ struct EpochSlot: Hashable {
 public struct OpenedEpoch: Sendable {
     public let key: EpochKey
     public let meta: GroupMeta
+    /// The meta's members as a set, for the check every sealed write of the epoch makes.
+    let memberSet: Set<PublicKey>
+
+    init(key: EpochKey, meta: GroupMeta) {
+        self.key = key
+        self.meta = meta
+        memberSet = Set(meta.members)
+    }
 }
 
 /// A member's leave: from `clock` on its author is no longer a member.
@@ -113,7 +121,7 @@ public struct Membership: Sendable {
         }
         self.leaves = leaves
         timeline = epochs
-            .map { (order: $0.order, members: opened[$0.id].map { Set($0.meta.members) }) }
+            .map { (order: $0.order, members: opened[$0.id]?.memberSet) }
             .sorted { $0.order < $1.order }
     }
 
@@ -185,8 +193,17 @@ public struct Membership: Sendable {
     /// write's place in order (not removed by a later epoch, not left). A removed member's
     /// later writes, in whatever epoch, have no effect.
     public func admits(author: PublicKey, order: WriteOrder, epoch: Digest32) -> Bool {
-        guard let open = opened[epoch], open.meta.members.contains(author) else { return false }
-        return members(at: order)?.contains(author) ?? false
+        guard let open = opened[epoch], open.memberSet.contains(author) else { return false }
+        // As `members(at:)` would answer for this one author, without copying the set: the
+        // check runs for every sealed write a member's node folds.
+        var inForce: Set<PublicKey>?
+        for event in timeline {
+            guard event.order < order else { break }
+            inForce = event.members
+        }
+        guard inForce?.contains(author) == true else { return false }
+        if let left = leaves[author], left <= order.clock { return false }
+        return true
     }
 
     /// The key to open writes sealed in `epoch`, if held.
