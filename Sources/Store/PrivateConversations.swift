@@ -352,7 +352,7 @@ extension Store {
     /// the order a membership change asks (`sealedWrites(of:changing:)`): by epoch, then by
     /// author and clock.
     static let sealedWritesSchema = """
-        CREATE TABLE sealed_writes (
+        CREATE TABLE IF NOT EXISTS sealed_writes (
             conversation TEXT NOT NULL,
             epoch BLOB NOT NULL,
             author BLOB NOT NULL,

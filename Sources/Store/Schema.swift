@@ -205,7 +205,9 @@ enum Schema {
     ]
 
     /// Migration 13: the index of sealed writes, filled from the records already held (every
-    /// node keeps it, member or not: a node may be given a key later).
+    /// node keeps it, member or not: a node may be given a key later). Like migration 12 it
+    /// finds the table in place on a store whose version was set back by hand, and fills it
+    /// again without duplicates.
     static func indexSealedWrites(_ db: Connection) throws {
         try db.execute(Store.sealedWritesSchema)
         try db.query("SELECT seq, bytes FROM records WHERE kind = ?", [.integer(Int64(RecordKind.sealedWrite.rawValue))]) { row in
