@@ -25,6 +25,7 @@ extension Store {
         privateControl = nil
         memberships = [:]
         boxKeys = [:]
+        unheldSlots = [:]
         let marker = Hex.encode(privateDevice!.publicKey.bytes)
         try transaction {
             let stored = try db.first("SELECT value FROM meta WHERE key = ?", [.text(Store.privateDeviceMetaKey)]) { $0.text(0) }
@@ -88,6 +89,11 @@ extension Store {
         case let .groupKey(body):
             guard ConversationID.mayKey(body, author: record.author) else { return }  // counts for nothing
             if try controlRecords()[conversation] == nil {
+                // Of a conversation not held, a key record later in write order than one of the
+                // same author and number seen before never counts: its boxes are not tried.
+                let slot = UnheldSlot(conversation: conversation, author: record.author, epoch: body.epoch)
+                if let seen = unheldSlots[slot], seen < record.order { return }
+                unheldSlots[slot] = record.order
                 guard openBox(record.id, body, device: device) != nil else { return }  // still none of ours
                 let all = try controlRecords(of: conversation)  // this one included
                 let before = resolve(conversation, all.filter { $0.id != record.id }, device: device)

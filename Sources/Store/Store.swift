@@ -50,6 +50,16 @@ public final class Store {
     /// How many sealed writes the last membership change judged again (tests look at it).
     var judgedOnMembershipChange = 0
 
+    /// The first key record (in write order) seen of each author and epoch number of the
+    /// conversations this node holds no key of: a later one is passed over untried.
+    var unheldSlots: [UnheldSlot: WriteOrder] = [:]
+
+    struct UnheldSlot: Hashable {
+        let conversation: String
+        let author: PublicKey
+        let epoch: UInt64
+    }
+
     /// An author's epoch number in a conversation, of which one key record counts.
     struct EpochSlotKey: Hashable {
         let author: PublicKey

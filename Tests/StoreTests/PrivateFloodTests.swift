@@ -43,6 +43,14 @@ struct PrivateFloodTests {
         #expect(try store.value(at: try Path(segments: ["conversations", script.conversation, "meta", "members", dave.publicKey.userID])) == true)
         #expect(slowest < .seconds(1), "slowest key record took \(slowest)")
 
+        // A node of the group's epoch 1 only holds nothing of epoch 2: it tries the boxes of
+        // the first record of that number it sees, and of an earlier one, never of a later one.
+        let outsider = try Store(path: ":memory:")
+        try outsider.usePrivateKeys(of: PrivateKey())
+        for record in [e1] + flood { _ = try outsider.ingest([record], nowMillis: now) }
+        #expect(outsider.boxKeys.count == 1 + 1 + 1, "e1, the first of epoch 2 to arrive, and the earlier one")
+        #expect(try outsider.privateInfo(script.conversation) == nil)
+
         // Leaves of 1,000 strangers (anyone can sign one): kept once per author, no resolution each.
         let strangers = (0..<1_000).map { _ in PrivateKey() }
         for stranger in strangers {
