@@ -41,11 +41,11 @@ dm=$("$LANCHAT" dm --data "$work/alice" "$bob")
 check "the direct conversation has one id from both sides" "$dm" "$("$LANCHAT" dm --data "$work/bob" "$alice")"
 "$LANCHAT" send --data "$work/alice" "$dm" "just between us" >/dev/null
 
-reads() { "$LANCHAT" messages --data "$work/bob" "$1" | grep -q "$2"; }
+reads() { "$LANCHAT" messages --data "$work/bob" "$1" | grep -q -- "$2"; }
 until_true 30 reads "$cid" "$secret"; check "bob reads alice's group message (relayed by carol)" 0 $?
 until_true 30 reads "$dm" "just between us"; check "bob reads alice's direct message" 0 $?
 check "bob sees the members" 2 "$("$LANCHAT" group members --data "$work/bob" "$cid" | wc -l)"
-check "bob sees alice as creator" 1 "$("$LANCHAT" group members --data "$work/bob" "$cid" | grep -c "$alice.*(creator)")"
+check "bob sees alice as creator" 1 "$("$LANCHAT" group members --data "$work/bob" "$cid" | grep -c -- "$alice.*(creator)")"
 "$LANCHAT" send --data "$work/bob" "$cid" "roger that" >/dev/null
 alice_reads() { "$LANCHAT" messages --data "$work/alice" "$cid" | grep -q "roger that"; }
 until_true 30 alice_reads; check "alice reads bob's reply" 0 $?

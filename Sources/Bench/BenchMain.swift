@@ -12,6 +12,7 @@ public enum BenchMain {
         "images": ImageBenchmark.run,
         "scale": ScaleBenchmark.run,
         "live": LiveBenchmark.run,
+        "private": PrivateBenchmark.run,
     ]
 
     public static func run() {

@@ -64,19 +64,20 @@ struct StorageHandler {
     private func upload(_ bucket: String, _ path: String, _ request: HTTPRequest) throws -> HTTPResponse {
         let declared = request.header("content-type").flatMap { $0.split(separator: ";").first.map { String($0).trimmingCharacters(in: .whitespaces) } }
         let generic = declared == nil || declared == "application/octet-stream" || declared?.hasPrefix("application/x-www-form") == true
-        let stored = try node.withStoreOnQueue { store, key in
+        let (stored, plain) = try node.withStoreOnQueue { store, key -> (FileInfo, (type: String, size: UInt64)?) in
             // The image of a photo message in a private conversation is sealed, and its key goes
             // beside the message's photoURL in a sealed write (Protocol.md §11.7).
             if let (conversation, message) = try privateMessage(path, store: store, me: key.publicKey.userID) {
                 let sealed = try store.putSealedFile(path, bytes: request.body, declaredType: generic ? nil : declared, signer: key, nowMillis: now())
                 let at = try Path(segments: ["conversations", conversation, "messages", message, "photoKey"])
                 try store.set(at, to: .string(SealedFile.encodeKey(sealed.key)), signer: key, nowMillis: now())
-                return sealed.file
+                // The uploader answers with the image's own metadata, as for a plain upload.
+                return (sealed.file, (ImageType.sniff(request.body) ?? "application/octet-stream", UInt64(request.body.count)))
             }
-            return try store.putFile(path, bytes: request.body, declaredType: generic ? nil : declared, signer: key, nowMillis: now())
+            return (try store.putFile(path, bytes: request.body, declaredType: generic ? nil : declared, signer: key, nowMillis: now()), nil)
         }
         node.localWritesDone()
-        return APIResponse.json(metadata(bucket, stored))
+        return APIResponse.json(metadata(bucket, stored, plain: plain))
     }
 
     /// The private conversation and message key a photo upload belongs to: a path
@@ -105,12 +106,22 @@ struct StorageHandler {
         return HTTPResponse(status: 200, headers: APIResponse.common + [("Content-Type", opened.type)], body: opened.bytes)
     }
 
-    /// Firebase Storage's object metadata.
-    private func metadata(_ bucket: String, _ file: FileInfo) -> JSONValue {
+    /// Firebase Storage's object metadata. A sealed photo's (Protocol.md §11.7) are those of
+    /// the image to a node that opens it (a member's, holding the key its message carries), as
+    /// the app uploaded it; to any other, those of the sealed blob, which every node knows.
+    private func metadata(_ bucket: String, _ file: FileInfo, plain: (type: String, size: UInt64)? = nil) -> JSONValue {
         let token = file.manifestID.description
+        var type = file.manifest.contentType, size = file.manifest.size
+        if let plain {
+            (type, size) = plain
+        } else if type == SealedFile.contentType, file.isComplete,
+           let opened = try? node.withStoreOnQueue({ store, _ in try store.openFile(file.path) }) {
+            type = opened.type
+            size = UInt64(opened.bytes.count)
+        }
         return .object([
-            "name": .string(file.path), "bucket": .string(bucket), "contentType": .string(file.manifest.contentType),
-            "size": .string(String(file.manifest.size)), "downloadTokens": .string(token),
+            "name": .string(file.path), "bucket": .string(bucket), "contentType": .string(type),
+            "size": .string(String(size)), "downloadTokens": .string(token),
             "blake2b": .string(file.manifest.blob.description),
             "mediaLink": .string("/v0/b/\(bucket)/o/\(file.path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? file.path)?alt=media"),
         ])

@@ -6,6 +6,9 @@ import Wire
 public final class EpochKey: Sendable {
     public static let byteCount = 32
     let secret: SecretBytes
+    /// The write key (`subkey(KeySchedule.writeLabel)`), derived once: a member's node opens
+    /// every sealed write of an epoch with it, tens of thousands in a cold sync.
+    let writeKey: SecretBytes
 
     /// A fresh key from libsodium's generator.
     public convenience init() { self.init(secret: SecretBytes(secureRandomBytes(EpochKey.byteCount))) }
@@ -13,6 +16,7 @@ public final class EpochKey: Sendable {
     init(secret: SecretBytes) {
         precondition(secret.count == EpochKey.byteCount)
         self.secret = secret
+        writeKey = SecretBytes(BLAKE2b.hash(KeySchedule.writeLabel, length: 32, key: secret.copyBytes()))
     }
 
     /// A key given as bytes (vectors, the interop tool, keys kept by a node).
@@ -112,7 +116,7 @@ public enum KeySchedule {
         let plain = try PrivateBodies.encodeWrite(pairs)
         let padded = Padding.pad(plain, blockSize: padBlock(bucket(for: plain.count)))
         let ad = writeAD(conversation, epoch: epoch, author: author)
-        let subkey = key.subkey(writeLabel)
+        let subkey = key.writeKey
         let sealed = nonce.map { XChaChaPoly.seal(padded, key: subkey, ad: ad, nonce: $0) } ?? XChaChaPoly.seal(padded, key: subkey, ad: ad)
         return SealedWriteBody(conversation: conversation, epoch: epoch, ciphertext: sealed)
     }
@@ -121,7 +125,7 @@ public enum KeySchedule {
     /// bucket), every rule of a kind-1 body, and that every pair lies in the conversation.
     public static func openWrite(_ body: SealedWriteBody, key: EpochKey, author: PublicKey) throws(PrivateError) -> [WritePair] {
         let ad = writeAD(body.conversation, epoch: body.epoch, author: author)
-        guard let padded = XChaChaPoly.open(body.ciphertext, key: key.subkey(writeLabel), ad: ad) else { throw .undecryptable }
+        guard let padded = XChaChaPoly.open(body.ciphertext, key: key.writeKey, ad: ad) else { throw .undecryptable }
         guard let plain = Padding.unpad(padded, blockSize: padBlock(padded.count)), bucket(for: plain.count) == padded.count else {
             throw .badPlaintext("not padded to its bucket")
         }

@@ -23,10 +23,24 @@ public struct EpochRecord: Sendable {
     }
 }
 
+/// An author's epoch number, of which one key record counts.
+struct EpochSlot: Hashable {
+    let author: PublicKey
+    let epoch: UInt64
+}
+
 /// An epoch this node holds the key of, with its meta.
 public struct OpenedEpoch: Sendable {
     public let key: EpochKey
     public let meta: GroupMeta
+    /// The meta's members as a set, for the check every sealed write of the epoch makes.
+    let memberSet: Set<PublicKey>
+
+    init(key: EpochKey, meta: GroupMeta) {
+        self.key = key
+        self.meta = meta
+        memberSet = Set(meta.members)
+    }
 }
 
 /// A member's leave: from `clock` on its author is no longer a member.
@@ -76,13 +90,26 @@ public struct Membership: Sendable {
     }
 
     public init(conversation: String, epochs candidates: [EpochRecord], leaves leaveEvents: [LeaveEvent], device: X25519PrivateKey) {
+        self.init(conversation: conversation, epochs: candidates, leaves: leaveEvents) { KeySchedule.openKey($0.body, with: device) }
+    }
+
+    /// `openBox` gives the epoch key from the record's sealed keys, if one is this node's: a
+    /// caller that resolves membership again and again (on every key or leave record) keeps
+    /// its answers by record id, so each key record's boxes are tried once.
+    public init(conversation: String, epochs candidates: [EpochRecord], leaves leaveEvents: [LeaveEvent],
+                openBox: (EpochRecord) -> EpochKey?) {
         self.conversation = conversation
         let valid = candidates
             .filter { $0.body.conversation == conversation && ConversationID.mayKey($0.body, author: $0.author) }
             .sorted { ($0.body.epoch, $0.order) < ($1.body.epoch, $1.order) }
+        // One key record counts per author and epoch number: the first in write order. A
+        // creator (or a direct conversation's member) making many key records of one number
+        // gains nothing, and with epoch numbers bounded (`PrivateLimits.maxEpoch`) so is the
+        // number of epochs a node resolves.
         var seen = Set<Digest32>()
-        let epochs = valid.filter { seen.insert($0.id).inserted }
-        let opened = Membership.open(epochs, device: device)
+        var numbered = Set<EpochSlot>()
+        let epochs = valid.filter { seen.insert($0.id).inserted && numbered.insert(EpochSlot(author: $0.author, epoch: $0.body.epoch)).inserted }
+        let opened = Membership.open(epochs, openBox: openBox)
         self.epochs = epochs
         self.opened = opened
 
@@ -94,7 +121,7 @@ public struct Membership: Sendable {
         }
         self.leaves = leaves
         timeline = epochs
-            .map { (order: $0.order, members: opened[$0.id].map { Set($0.meta.members) }) }
+            .map { (order: $0.order, members: opened[$0.id]?.memberSet) }
             .sorted { $0.order < $1.order }
     }
 
@@ -102,12 +129,12 @@ public struct Membership: Sendable {
     /// link, every earlier epoch an opened one hands on (groups that share history). An epoch
     /// whose meta does not open, does not decode, or breaks the rules of its kind (a group's
     /// creator among its members; a direct conversation's two members exactly) is not opened.
-    static func open(_ epochs: [EpochRecord], device: X25519PrivateKey) -> [Digest32: OpenedEpoch] {
+    static func open(_ epochs: [EpochRecord], openBox: (EpochRecord) -> EpochKey?) -> [Digest32: OpenedEpoch] {
         let byID = Dictionary(epochs.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var opened = [Digest32: OpenedEpoch]()
         var pending = [(EpochRecord, EpochKey)]()
         for epoch in epochs {
-            if let key = KeySchedule.openKey(epoch.body, with: device) { pending.append((epoch, key)) }
+            if let key = openBox(epoch) { pending.append((epoch, key)) }
         }
         while let (epoch, key) = pending.popLast() {
             guard opened[epoch.id] == nil, let meta = try? KeySchedule.openMeta(epoch.body, key: key, author: epoch.author),
@@ -166,8 +193,17 @@ public struct Membership: Sendable {
     /// write's place in order (not removed by a later epoch, not left). A removed member's
     /// later writes, in whatever epoch, have no effect.
     public func admits(author: PublicKey, order: WriteOrder, epoch: Digest32) -> Bool {
-        guard let open = opened[epoch], open.meta.members.contains(author) else { return false }
-        return members(at: order)?.contains(author) ?? false
+        guard let open = opened[epoch], open.memberSet.contains(author) else { return false }
+        // As `members(at:)` would answer for this one author, without copying the set: the
+        // check runs for every sealed write a member's node folds.
+        var inForce: Set<PublicKey>?
+        for event in timeline {
+            guard event.order < order else { break }
+            inForce = event.members
+        }
+        guard inForce?.contains(author) == true else { return false }
+        if let left = leaves[author], left <= order.clock { return false }
+        return true
     }
 
     /// The key to open writes sealed in `epoch`, if held.
@@ -176,5 +212,55 @@ public struct Membership: Sendable {
     /// The title of the last opened epoch.
     public var title: String? {
         epochs.reversed().lazy.compactMap { self.opened[$0.id]?.meta.title }.first
+    }
+}
+
+/// Where two resolutions of one conversation's membership (before and after a key or leave
+/// record) may judge a sealed write differently, so that only those writes are judged again.
+public struct MembershipChange: Sendable {
+    /// Epochs one of them opens and the other does not: every write sealed in them.
+    public var epochs: Set<Digest32> = []
+    /// Epochs both open: within them, only the writes of `spans` can be judged differently.
+    public var sharedEpochs: [Digest32] = []
+    /// An author and the clocks (inclusive) over which its membership may differ.
+    public var spans: [(author: PublicKey, clocks: ClosedRange<UInt64>)] = []
+}
+
+extension Membership {
+    /// What may judge differently from `before` (a superset; never less). A write of author
+    /// `a` at order `o` sealed in epoch `e` is admitted when `e` is opened with `a` among its
+    /// members and `a` is among the members at `o`: the members of the last epoch (in write
+    /// order) before `o`, less leaves. So a difference needs `e` opened on one side only, or a
+    /// stretch of write order where the members in force differ (between two consecutive
+    /// epochs of either side, for the authors in one set and not the other), or a leave that
+    /// differs (from its clock on, for its author).
+    public func changes(since before: Membership) -> MembershipChange {
+        var change = MembershipChange()
+        let ids = Set(opened.keys).union(before.opened.keys)
+        for id in ids {
+            if (opened[id] == nil) != (before.opened[id] == nil) { change.epochs.insert(id) } else { change.sharedEpochs.append(id) }
+        }
+        change.sharedEpochs.sort { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        // Breakpoints: every epoch's place in write order on either side, walked in order with
+        // the member set in force on each side just after it.
+        let marks = Array(Set(timeline.map(\.order) + before.timeline.map(\.order))).sorted()
+        var mine = 0, theirs = 0
+        var nowMembers: Set<PublicKey>?, thenMembers: Set<PublicKey>?
+        for (index, mark) in marks.enumerated() {
+            while mine < timeline.count, !(mark < timeline[mine].order) { nowMembers = timeline[mine].members; mine += 1 }
+            while theirs < before.timeline.count, !(mark < before.timeline[theirs].order) {
+                thenMembers = before.timeline[theirs].members
+                theirs += 1
+            }
+            guard nowMembers != thenMembers else { continue }
+            let upTo = index + 1 < marks.count ? marks[index + 1].clock : .max
+            for author in (nowMembers ?? []).symmetricDifference(thenMembers ?? []) {
+                change.spans.append((author, mark.clock...upTo))
+            }
+        }
+        for author in Set(leaves.keys).union(before.leaves.keys) where leaves[author] != before.leaves[author] {
+            change.spans.append((author, min(leaves[author] ?? .max, before.leaves[author] ?? .max)...UInt64.max))
+        }
+        return change
     }
 }

@@ -24,6 +24,8 @@ extension Store {
         privateDevice = identity.x25519()
         privateControl = nil
         memberships = [:]
+        boxKeys = [:]
+        unheldSlots = [:]
         let marker = Hex.encode(privateDevice!.publicKey.bytes)
         try transaction {
             let stored = try db.first("SELECT value FROM meta WHERE key = ?", [.text(Store.privateDeviceMetaKey)]) { $0.text(0) }
@@ -74,6 +76,7 @@ extension Store {
     /// try of their sealed keys and nothing more, and leaves there cost nothing.
     func applyPrivate(_ record: Record, seq: Int64) throws {
         guard let conversation = record.privateConversationID else { return }
+        if case let .sealedWrite(body) = record.body { try Store.indexSealedWrite(record, body, seq: seq, in: db) }
         guard !rebuildingTree else { return }  // private conversations are folded at the end
         guard let device = privateDevice else {
             // Shown once a key is given (`usePrivateKeys` folds what is missing).
@@ -86,21 +89,87 @@ extension Store {
         case let .groupKey(body):
             guard ConversationID.mayKey(body, author: record.author) else { return }  // counts for nothing
             if try controlRecords()[conversation] == nil {
-                guard KeySchedule.openKey(body, with: device) != nil else { return }  // still none of ours
-                privateControl![conversation] = try controlRecords(of: conversation)  // this one included
-            } else {
-                privateControl![conversation]!.append(record)
+                // Of a conversation not held, a key record later in write order than one of the
+                // same author and number seen before never counts: its boxes are not tried.
+                let slot = UnheldSlot(conversation: conversation, author: record.author, epoch: body.epoch)
+                if let seen = unheldSlots[slot], seen < record.order { return }
+                unheldSlots[slot] = record.order
+                guard openBox(record.id, body, device: device) != nil else { return }  // still none of ours
+                let all = try controlRecords(of: conversation)  // this one included
+                let before = resolve(conversation, all.filter { $0.id != record.id }, device: device)
+                privateControl![conversation] = Store.counting(all)
+                memberships[conversation] = nil
+                try membershipChanged(conversation, before: before)
+                return
             }
+            // One key record counts per author and epoch number, the first in write order
+            // (Protocol.md §11.5): a later one never will, and is not kept in memory nor
+            // resolved; an earlier one takes the place of the one kept.
+            var (kept, before) = try controlWithout(record, of: conversation, device: device)
+            if let index = kept.firstIndex(where: { Store.sameSlot($0, as: record, body) }) {
+                guard record.order < kept[index].order else { return }
+                kept.remove(at: index)
+            }
+            kept.append(record)
+            privateControl![conversation] = kept
             memberships[conversation] = nil
-            try membershipChanged(conversation, by: record)
+            try membershipChanged(conversation, before: before)
         case .leave:
             guard try controlRecords()[conversation] != nil else { return }
-            privateControl![conversation]!.append(record)
+            var (kept, before) = try controlWithout(record, of: conversation, device: device)
+            // A leave counts from its author's earliest one: later ones change nothing.
+            if let index = kept.firstIndex(where: { $0.kind == .leave && $0.author == record.author }) {
+                guard record.clock < kept[index].clock else { return }
+                kept.remove(at: index)
+            }
+            kept.append(record)
+            privateControl![conversation] = kept
+            // A leave by someone in no epoch this node opened changes no member set now: the
+            // membership in memory stays, and the key record that would add them is resolved
+            // with the leave. A flood of leaves by strangers costs no resolution each.
+            guard before.opened.values.contains(where: { $0.meta.members.contains(record.author) }) else { return }
             memberships[conversation] = nil
-            try membershipChanged(conversation, by: record)
+            try membershipChanged(conversation, before: before)
         default:
             return
         }
+    }
+
+    /// The key and leave records kept for a held conversation, less `record` (which they hold
+    /// already when they were just read from the store, in the transaction that stored it),
+    /// and the membership they make.
+    func controlWithout(_ record: Record, of conversation: String, device: X25519PrivateKey) throws -> ([Record], Membership) {
+        let kept = try controlRecords()[conversation] ?? []
+        guard kept.contains(where: { $0.id == record.id }) else { return (kept, try membership(of: conversation)) }
+        // Read again: what counts without it may be a record it took the place of.
+        let others = Store.counting(try controlRecords(of: conversation).filter { $0.id != record.id })
+        return (others, resolve(conversation, others, device: device))
+    }
+
+    /// Whether `kept` is a key record of the same author and epoch number as `record`.
+    static func sameSlot(_ kept: Record, as record: Record, _ body: GroupKeyBody) -> Bool {
+        guard case let .groupKey(other) = kept.body else { return false }
+        return kept.author == record.author && other.epoch == body.epoch
+    }
+
+    /// The key and leave records of a conversation that can count: the first key record of
+    /// each author and epoch number, the earliest leave of each author.
+    static func counting(_ records: [Record]) -> [Record] {
+        var keys = [EpochSlotKey: Record](), leaves = [PublicKey: Record]()
+        for record in records {
+            switch record.body {
+            case let .groupKey(body):
+                let slot = EpochSlotKey(author: record.author, epoch: body.epoch)
+                if let kept = keys[slot], kept.order < record.order { continue }
+                keys[slot] = record
+            case .leave:
+                if let kept = leaves[record.author], kept.clock <= record.clock { continue }
+                leaves[record.author] = record
+            default:
+                continue
+            }
+        }
+        return Array(keys.values) + Array(leaves.values)
     }
 
     /// Applies the pairs of a sealed write if this node may read it and they count.
@@ -121,12 +190,19 @@ extension Store {
         return try? KeySchedule.openWrite(body, key: key, author: record.author)
     }
 
-    /// A key or leave record (`record`, stored already) changed who is in `conversation`.
-    func membershipChanged(_ conversation: String, by record: Record) throws {
-        let before = try membership(of: conversation, leavingOut: record.id)
+    /// A key or leave record (stored already, and kept in `privateControl`) changed who is in
+    /// `conversation`; `before` is its membership without it.
+    ///
+    /// Only the writes the change can judge differently are read (`Membership.changes`): those
+    /// sealed in an epoch opened on one side only, and those of the authors whose membership
+    /// differs, over the clocks where it does. A member joining or leaving a conversation of
+    /// many messages costs the few writes it concerns, not a pass over them all.
+    func membershipChanged(_ conversation: String, before: Membership) throws {
         let after = try membership(of: conversation)
         var applyNow = [(Record, SealedWriteBody, Int64)]()
-        for (seq, write, body) in try sealedWrites(of: conversation) {
+        let candidates = try sealedWrites(of: conversation, changing: after.changes(since: before))
+        judgedOnMembershipChange = candidates.count
+        for (seq, write, body) in candidates {
             let was = before.admits(author: write.author, order: write.order, epoch: body.epoch)
             let now = after.admits(author: write.author, order: write.order, epoch: body.epoch)
             if was && !now {
@@ -171,17 +247,26 @@ extension Store {
     }
 
     /// The membership of `conversation` as this node's keys open it (cached until its key or
-    /// leave records change). `leavingOut` gives it as it was before that record arrived.
-    func membership(of conversation: String, leavingOut excluded: Digest32? = nil) throws -> Membership {
-        if excluded == nil, let cached = memberships[conversation] { return cached }
+    /// leave records change).
+    func membership(of conversation: String) throws -> Membership {
+        if let cached = memberships[conversation] { return cached }
         guard let device = privateDevice else {
             return Membership(conversation: conversation, records: [], device: X25519PrivateKey())
         }
-        let records = (try controlRecords()[conversation] ?? []).filter { $0.id != excluded }
-        guard !records.isEmpty else { return Membership(conversation: conversation, records: [], device: device) }
-        let membership = Membership(conversation: conversation, records: records, device: device)
-        if excluded == nil { memberships[conversation] = membership }
+        let membership = resolve(conversation, try controlRecords()[conversation] ?? [], device: device)
+        memberships[conversation] = membership
         return membership
+    }
+
+    /// Membership from the given key and leave records, each record's boxes tried once.
+    func resolve(_ conversation: String, _ records: [Record], device: X25519PrivateKey) -> Membership {
+        Membership(
+            conversation: conversation, epochs: records.compactMap(EpochRecord.init),
+            leaves: records.compactMap { r in
+                guard case let .leave(body) = r.body, body.conversation == conversation else { return nil }
+                return LeaveEvent(r)
+            },
+            openBox: { openBox($0.id, $0.body, device: device) })
     }
 
     /// Key and leave records of the conversations this node holds a key of (one of their key
@@ -195,11 +280,22 @@ extension Store {
         found = found.filter { _, records in
             records.contains { record in
                 guard case let .groupKey(body) = record.body else { return false }
-                return ConversationID.mayKey(body, author: record.author) && KeySchedule.openKey(body, with: device) != nil
+                return ConversationID.mayKey(body, author: record.author) && openBox(record.id, body, device: device) != nil
             }
         }
-        privateControl = found
-        return found
+        privateControl = found.mapValues(Store.counting)
+        return privateControl!
+    }
+
+    /// The epoch key a key record's sealed keys give `device`, if one is for it. Each record's
+    /// boxes are tried once (they never change): membership is resolved again on every key or
+    /// leave record, and trying up to 1,000 boxes of every epoch each time would cost a group
+    /// that changes often more with each change.
+    func openBox(_ id: Digest32, _ body: GroupKeyBody, device: X25519PrivateKey) -> EpochKey? {
+        if let known = boxKeys[id] { return known }
+        let key = KeySchedule.openKey(body, with: device)
+        boxKeys[id] = .some(key)
+        return key
     }
 
     /// The key and leave records of one conversation, read from the store.
@@ -219,16 +315,68 @@ extension Store {
         }
     }
 
-    /// Every sealed write of `conversation`, with its arrival number.
+    /// Every sealed write of `conversation`, with its arrival number, in arrival order.
     func sealedWrites(of conversation: String) throws -> [(Int64, Record, SealedWriteBody)] {
         var found = [(Int64, Record, SealedWriteBody)]()
-        try db.query("SELECT seq, bytes FROM records WHERE kind = ?", [.integer(Int64(RecordKind.sealedWrite.rawValue))]) { row in
-            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body,
-                  body.conversation == conversation else { return }
+        try db.query("""
+            SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
+            WHERE sealed_writes.conversation = ? ORDER BY records.seq
+            """, [.text(conversation)]) { row in
+            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
             found.append((row.int64(0), record, body))
         }
         return found
     }
+
+    /// The sealed writes of `conversation` that `change` may judge differently, in arrival order.
+    func sealedWrites(of conversation: String, changing change: MembershipChange) throws -> [(Int64, Record, SealedWriteBody)] {
+        var found = [Int64: (Record, SealedWriteBody)]()
+        func collect(_ row: Row) {
+            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
+            found[row.int64(0)] = (record, body)
+        }
+        for epoch in change.epochs {
+            try db.query("""
+                SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
+                WHERE sealed_writes.conversation = ? AND sealed_writes.epoch = ?
+                """, [.text(conversation), .blob(epoch.bytes)], collect)
+        }
+        for epoch in change.sharedEpochs {
+            for span in change.spans {
+                try db.query("""
+                    SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
+                    WHERE sealed_writes.conversation = ? AND sealed_writes.epoch = ? AND sealed_writes.author = ?
+                      AND sealed_writes.clock BETWEEN ? AND ?
+                    """, [.text(conversation), .blob(epoch.bytes), .blob(span.author.bytes),
+                          .integer(Store.indexClock(span.clocks.lowerBound)), .integer(Store.indexClock(span.clocks.upperBound))], collect)
+            }
+        }
+        return found.keys.sorted().map { ($0, found[$0]!.0, found[$0]!.1) }
+    }
+
+    /// The index of sealed writes: every node keeps it (a node may be given a key later), in
+    /// the order a membership change asks (`sealedWrites(of:changing:)`): by epoch, then by
+    /// author and clock.
+    static let sealedWritesSchema = """
+        CREATE TABLE IF NOT EXISTS sealed_writes (
+            conversation TEXT NOT NULL,
+            epoch BLOB NOT NULL,
+            author BLOB NOT NULL,
+            clock INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (conversation, epoch, author, clock, seq)
+        ) STRICT, WITHOUT ROWID;
+        """
+
+    /// Adds a stored sealed write to the index (adding it twice changes nothing).
+    static func indexSealedWrite(_ record: Record, _ body: SealedWriteBody, seq: Int64, in db: Connection) throws {
+        try db.run("INSERT OR IGNORE INTO sealed_writes(conversation, epoch, author, clock, seq) VALUES (?, ?, ?, ?, ?)",
+                   [.text(body.conversation), .blob(body.epoch.bytes), .blob(record.author.bytes), .integer(indexClock(record.clock)), .integer(seq)])
+    }
+
+    /// A clock as the index keeps it: SQLite integers are signed, and clocks past 2^63 (which
+    /// no node accepts: they are bounded by its own clock and the drift) sort last.
+    static func indexClock(_ clock: UInt64) -> Int64 { clock > UInt64(Int64.max) ? .max : Int64(clock) }
 
     /// Signs and stores `pairs`, all in one private conversation, as a sealed write in its
     /// current epoch. Throws `permissionDenied` when this node's user may not write there (not

@@ -35,6 +35,9 @@ extension Store {
         let conversation = ConversationID.direct(signer.publicKey, other)
         if try membership(of: conversation).writableEpoch(for: signer.publicKey) != nil { return conversation }
         let epoch = (try membership(of: conversation).current?.body.epoch ?? 0) + 1
+        guard epoch <= PrivateLimits.maxEpoch else {
+            throw StoreError.permissionDenied(path: "\(conversation) has had \(PrivateLimits.maxEpoch) epochs, the most a conversation has")
+        }
         let meta = GroupMeta(title: "", members: [signer.publicKey, other])
         try writeEpoch(conversation: conversation, epoch: epoch, salt: other.bytes, meta: meta, signer: signer, nowMillis: nowMillis)
         return conversation
@@ -48,6 +51,9 @@ extension Store {
             throw StoreError.permissionDenied(path: "/conversations/\(conversation)/meta/members")
         }
         guard !removing.contains(signer.publicKey) else { throw StoreError.permissionDenied(path: "the creator cannot be removed") }
+        guard current.body.epoch < PrivateLimits.maxEpoch else {
+            throw StoreError.permissionDenied(path: "\(conversation) has had \(PrivateLimits.maxEpoch) epochs, the most a conversation has; start a new group")
+        }
         let next = members.union(adding).subtracting(removing)
         let meta = GroupMeta(title: open.meta.title, members: next, sharesHistory: open.meta.sharesHistory,
                              previous: open.meta.sharesHistory ? (current.id, open.key.copyBytes()) : nil)

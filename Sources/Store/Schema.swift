@@ -32,6 +32,8 @@ import Wire
 ///   `value` instead (`ZoneStore.valueColumns`), and each message list has its key ordering.
 /// - `pending_large_writes` (migration 11): large writes whose content is not all here yet.
 /// - `sealed_file_keys` (migration 12): keys of sealed files named by private messages.
+/// - `sealed_writes` (migration 13): the sealed writes of each private conversation by epoch,
+///   author and clock, see `Store.indexSealedWrite`.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -196,7 +198,23 @@ enum Schema {
                 PRIMARY KEY (path, key)
             ) STRICT, WITHOUT ROWID;
             """),
+        // Sealed writes by conversation, epoch, author and clock (`Store.indexSealedWrite`), so
+        // that a membership change judges again only the writes it can change instead of
+        // decoding every sealed write of every conversation.
+        Migration(version: 13, name: "sealed writes by conversation") { db in try indexSealedWrites(db) },
     ]
+
+    /// Migration 13: the index of sealed writes, filled from the records already held (every
+    /// node keeps it, member or not: a node may be given a key later). Like migration 12 it
+    /// finds the table in place on a store whose version was set back by hand, and fills it
+    /// again without duplicates.
+    static func indexSealedWrites(_ db: Connection) throws {
+        try db.execute(Store.sealedWritesSchema)
+        try db.query("SELECT seq, bytes FROM records WHERE kind = ?", [.integer(Int64(RecordKind.sealedWrite.rawValue))]) { row in
+            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
+            try Store.indexSealedWrite(record, body, seq: row.int64(0), in: db)
+        }
+    }
 
     /// Migration 10 brings a store to what ingest now writes:
     /// - a zone whose value is exactly its first record's only pair, at the zone's root, keeps the

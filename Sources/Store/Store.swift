@@ -47,6 +47,27 @@ public final class Store {
     /// Changes whenever a membership may have changed (a key or leave record, keys given, a
     /// rebuild): the node checks the private live values it shows again only then.
     public private(set) var membershipGeneration = 0
+    /// The epoch key each key record's sealed keys give this node's device (nil: none of them
+    /// is for it), by record id: tried once per record, whatever the number of resolutions.
+    var boxKeys: [Digest32: EpochKey?] = [:]
+    /// How many sealed writes the last membership change judged again (tests look at it).
+    var judgedOnMembershipChange = 0
+
+    /// The first key record (in write order) seen of each author and epoch number of the
+    /// conversations this node holds no key of: a later one is passed over untried.
+    var unheldSlots: [UnheldSlot: WriteOrder] = [:]
+
+    struct UnheldSlot: Hashable {
+        let conversation: String
+        let author: PublicKey
+        let epoch: UInt64
+    }
+
+    /// An author's epoch number in a conversation, of which one key record counts.
+    struct EpochSlotKey: Hashable {
+        let author: PublicKey
+        let epoch: UInt64
+    }
 
     /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or

@@ -5,6 +5,11 @@ import Tree
 public enum PrivateLimits {
     /// Most sealed keys in one key record: the members' devices of one epoch.
     public static let maxBoxes = 1_000
+    /// Highest epoch number of a key record. With one key record counting per author and
+    /// epoch number (Protocol.md §11.5), it bounds the key records of a conversation that a
+    /// member's node resolves and keeps opened: a group changing its members every day lasts
+    /// over ten years; a creator flooding key records gains nothing past it.
+    public static let maxEpoch: UInt64 = 4_096
     /// A conversation id: a prefix ("g_" or "d_") and 20 base64url characters.
     public static let conversationIDBytes = 22
     /// The salt of a group key record: random bytes that make the group id (for a direct
@@ -40,7 +45,9 @@ public struct GroupKeyBody: Hashable, Sendable {
 
     func validate() throws(RecordError) {
         try PrivateBodies.validate(conversation: conversation)
-        guard epoch >= 1 else { throw .invalidBody("a key record's epoch starts at 1") }
+        guard (1...PrivateLimits.maxEpoch).contains(epoch) else {
+            throw .invalidBody("a key record's epoch is 1...\(PrivateLimits.maxEpoch)")
+        }
         guard salt.count == PrivateLimits.saltBytes else { throw .invalidBody("a key record's salt is \(PrivateLimits.saltBytes) bytes") }
         guard (1...PrivateLimits.maxBoxes).contains(boxes.count) else {
             throw .invalidBody("a key record holds 1...\(PrivateLimits.maxBoxes) sealed keys")

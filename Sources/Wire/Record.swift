@@ -180,5 +180,11 @@ public struct WriteOrder: Hashable, Sendable, Comparable {
         return out
     }
 
-    public static func < (a: WriteOrder, b: WriteOrder) -> Bool { a.key.lexicographicallyPrecedes(b.key) }
+    /// The order of `key`, compared field by field without building the keys (a big-endian
+    /// clock sorts as the number does): membership walks compare orders for every sealed write.
+    public static func < (a: WriteOrder, b: WriteOrder) -> Bool {
+        if a.clock != b.clock { return a.clock < b.clock }
+        if a.author != b.author { return a.author.bytes.lexicographicallyPrecedes(b.author.bytes) }
+        return a.id.bytes.lexicographicallyPrecedes(b.id.bytes)
+    }
 }

@@ -62,7 +62,9 @@ struct StorageTests {
         let photo = Self.png + [UInt8](repeating: 7, count: 100_000)
         let stored = try Self.upload(api, path, photo)
         #expect(stored.status == 200)
-        #expect(stored.json?["contentType"] == "application/x-lanchat-sealed", "the stored blob is the sealed one")
+        // The uploader's node opens it: the metadata are the image's, as uploaded.
+        #expect(stored.json?["contentType"] == "image/png")
+        #expect(stored.json?["size"] == .string(String(photo.count)))
         #expect(try api.call("PUT", "/conversations/\(cid)/messages/\(message)/photoURL.json", body: "\"gs://lanchat/\(path)\"").status == 200)
         let key = try api.call("GET", "/conversations/\(cid)/messages/\(message)/photoKey.json")
         #expect(key.json?.stringValue?.utf8.count == 43, "the file key is in the (sealed) message")
@@ -71,6 +73,15 @@ struct StorageTests {
         #expect(media.header("content-type") == "image/png")
         let held = try node.queue.sync { try node.withStoreOnQueue { store, _ in try store.readFile(path) } }
         #expect(held != photo && held.count == photo.count + 2 * 16, "the store holds the sealed bytes only")
+        let metadata = try api.call("GET", "/v0/b/lanchat/o/\(encoded)")
+        #expect(metadata.json?["contentType"] == "image/png" && metadata.json?["size"] == .string(String(photo.count)))
+        // A sealed file whose key no message here carries (as on a non-member's node): only
+        // what every node knows of the sealed blob.
+        let keyless = "images/\(node.userID)_keyless.png"
+        _ = try node.queue.sync { try node.withStoreOnQueue { store, key in try store.putSealedFile(keyless, bytes: photo, signer: key, nowMillis: node.wallMillis()) } }
+        let hidden = try api.call("GET", "/v0/b/lanchat/o/\(keyless.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+        #expect(hidden.json?["contentType"] == "application/x-lanchat-sealed")
+        #expect(hidden.json?["size"] == .string(String(held.count)))
         // A public conversation's photo is stored as it is.
         #expect(try Self.upload(api, "images/\(node.userID)_public.png", Self.png).json?["contentType"] == "image/png")
     }
