@@ -32,6 +32,8 @@ import Wire
 ///   `value` instead (`ZoneStore.valueColumns`), and each message list has its key ordering.
 /// - `pending_large_writes` (migration 11): large writes whose content is not all here yet.
 /// - `sealed_file_keys` (migration 12): keys of sealed files named by private messages.
+/// - `leaf_values` (migration 13): strings of the open zone longer than `LeafValue.outOfLineBytes`,
+///   named by their `leaves` row (kind 4) by id.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -196,7 +198,41 @@ enum Schema {
                 PRIMARY KEY (path, key)
             ) STRICT, WITHOUT ROWID;
             """),
+        // Long strings of the open zone kept out of the WITHOUT ROWID `leaves` (see `LeafValue`):
+        // a `leaves` row of kind 4 names its `leaf_values` row, which goes with it (on a delete,
+        // and on an INSERT OR REPLACE, which fires no delete trigger). Strings already stored
+        // move out here.
+        Migration(version: 13, name: "long leaf values kept out of line") { db in try longLeavesOutOfLine(db) },
     ]
+
+    /// Migration 13: creates `leaf_values` and its triggers, then moves every string leaf longer
+    /// than `LeafValue.outOfLineBytes` there, a slice of paths at a time.
+    static func longLeavesOutOfLine(_ db: Connection) throws {
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS leaf_values (
+                id INTEGER PRIMARY KEY,
+                value TEXT NOT NULL
+            ) STRICT;
+            CREATE TRIGGER IF NOT EXISTS leaf_values_replaced BEFORE INSERT ON leaves BEGIN
+                DELETE FROM leaf_values WHERE id = (SELECT value FROM leaves WHERE path = new.path AND kind = 4);
+            END;
+            CREATE TRIGGER IF NOT EXISTS leaf_values_deleted AFTER DELETE ON leaves WHEN old.kind = 4 BEGIN
+                DELETE FROM leaf_values WHERE id = old.value;
+            END;
+            """)
+        var after = ""
+        while true {
+            let paths = try db.all("""
+                SELECT path FROM leaves WHERE path > ? AND kind = 3 AND length(CAST(value AS BLOB)) > ? ORDER BY path LIMIT 256
+                """, [.text(after), .integer(Int64(LeafValue.outOfLineBytes))]) { $0.text(0) }
+            guard let last = paths.last else { break }
+            after = last
+            for path in paths {
+                try db.run("INSERT INTO leaf_values(value) SELECT value FROM leaves WHERE path = ?", [.text(path)])
+                try db.run("UPDATE leaves SET kind = 4, value = ? WHERE path = ?", [.integer(db.lastInsertRowID), .text(path)])
+            }
+        }
+    }
 
     /// Migration 10 brings a store to what ingest now writes:
     /// - a zone whose value is exactly its first record's only pair, at the zone's root, keeps the
