@@ -69,6 +69,13 @@ struct LongLeafTests {
         #expect(try store.value(at: try Path("/a")) == ["text": .string(text), "small": "s"])
         #expect(try store.db.scalarInt("SELECT kind FROM leaves WHERE path = ?", [.text(StoreKey.of(try Path("/a/text")))]) == 4)
 
+        // The bound: 512 bytes stay in the row, 513 go out of line.
+        _ = try store.set(try Path("/edge"), to: ["at": .string(String(repeating: "a", count: 512)),
+                                                  "past": .string(String(repeating: "a", count: 513))], signer: alice, nowMillis: now + 1)
+        #expect(try store.db.scalarInt("SELECT kind FROM leaves WHERE path = ?", [.text(StoreKey.of(try Path("/edge/at")))]) == 3)
+        #expect(try store.db.scalarInt("SELECT kind FROM leaves WHERE path = ?", [.text(StoreKey.of(try Path("/edge/past")))]) == 4)
+        _ = try store.delete(try Path("/edge"), signer: alice, nowMillis: now + 1)
+
         // Replaced by another long string, by a short one, by an object, deleted, cut by a set above.
         _ = try store.set(try Path("/a/text"), to: .string(text + "!"), signer: alice, nowMillis: now + 2)
         #expect(try outOfLine(store) == 1)
