@@ -44,6 +44,9 @@ public final class Store {
     var privateControl: [String: [Record]]?
     /// Membership of each private conversation, worked out again when its key or leave records change.
     var memberships: [String: Membership] = [:]
+    /// Where the large writes folded lately lie, by record id (`largeWriteScope(of:)`).
+    var largeWriteScopes: [Digest32: Path] = [:]
+    var largeWriteScopeOrder: [Digest32] = []
 
     /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or

@@ -205,9 +205,8 @@ async def main():
     counts = children_after(watcher.pushes, "ws/children")
     check("the update reached B's listen", 100_000 in counts, counts[:10])
     check("B's listen never showed part of the update", set(counts) <= {0, 100_000}, sorted(set(counts))[:10])
-    # From none of the children to all of them in one push, and never back: a large write is
-    # announced to listeners as a change at the root, so a listen may be sent its (unchanged)
-    # value again when another large write lands.
+    # From none of the children to all of them in one push, and never back (a listen may be
+    # sent its unchanged value again when something is written above it).
     check("B's listen saw the update arrive in one change", counts == sorted(counts) and counts[-1] == 100_000, counts[:10])
     texts = [body["d"] for _, body in watcher.pushes if body["p"].strip("/") == "ws/text"]
     check("B's listen saw the string whole", texts and all(t is None or t == text for t in texts) and texts[-1] == text,
