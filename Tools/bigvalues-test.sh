@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Firebase's size limits between two real nodes on loopback (Tools/interop/big_values.py): a
 # 10 MB string by REST and a 16 MB update of 100,000 children by firebase-admin on node A, read
-# back exactly on node B after sync, never shown there in part, with node A's memory measured.
+# back exactly on node B after sync, never shown there in part, with node A's memory measured;
+# then the same sizes over the websocket (`p` and `m`, Tools/interop/big_values_ws.py), seen on
+# node B by a websocket listen in one change and read back by REST and by `g`.
 # Usage: Tools/bigvalues-test.sh [path/to/lanchat]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,5 +22,7 @@ ready() { [ -n "$(api a)" ] && [ -n "$(api b)" ] && "$LANCHAT" peers --data "$wo
 until_true 20 ready || { echo "big values: nodes did not connect" >&2; tail -n 5 "$work/a.log" "$work/b.log" >&2; exit 1; }
 "$python" Tools/interop/big_values.py "$(api a)" "$(api b)" "$pid_a"
 status=$?
+# The same sizes through the websocket protocol the SDKs speak, on the same two nodes.
+"$python" Tools/interop/big_values_ws.py "$(api a)" "$(api b)" "$pid_a" || status=1
 [ $status -eq 0 ] || tail -n 20 "$work/a.log" "$work/b.log" >&2
 exit $status

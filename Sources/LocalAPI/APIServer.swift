@@ -22,6 +22,8 @@ public final class APIServer: @unchecked Sendable {
     /// `closeIdleConnections`.
     let idleTimeoutSeconds: Double
     private var idleSweep: RepeatingTimer?
+    /// When `closeIdleConnections` last ran.
+    private var lastSweep = monotonicSeconds()
 
     /// Most simultaneous connections; more are closed at once, so a local program that opens
     /// sockets without end cannot exhaust the node's file descriptors.
@@ -71,9 +73,17 @@ public final class APIServer: @unchecked Sendable {
     /// without closing them (a crashed app, a laptop put to sleep) would otherwise hold them
     /// for good. Event streams are exempt (they send keep-alives, and a stream that stops being
     /// read is closed by its byte bound), as are connections with a response still going out.
+    ///
+    /// A sweep that comes more than half the timeout after the one before ran late because the
+    /// node's queue was busy all that time (a large write folded in one transaction takes
+    /// minutes on a slow machine): no connection could be read meanwhile, so what its client
+    /// sent (the next request, a websocket keep-alive) still waits unread. Such a sweep closes
+    /// nothing; the next one judges the connections once they have been read.
     func closeIdleConnections() {
         dispatchPrecondition(condition: .onQueue(node.queue))
         let now = monotonicSeconds()
+        defer { lastSweep = now }
+        guard now - lastSweep <= idleTimeoutSeconds / 2 else { return }
         for handler in connections.values where handler.isIdle(now: now, limit: idleTimeoutSeconds) {
             handler.connection.close()
         }
@@ -300,6 +310,7 @@ final class APIConnection {
             send(response, keepAlive: false)
         case let .accepted(response):
             let session = RealtimeSession(server: server, connection: connection, request: request)
+            session.answered = { [unowned self] in lastActivity = monotonicSeconds() }
             realtime = session
             connection.write(response.serialized())
             session.start()

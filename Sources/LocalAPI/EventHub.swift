@@ -254,8 +254,13 @@ final class EventHub {
             case let .write(pairs):
                 for changed in Self.changedPaths(pairs) where seen.insert(changed).inserted { changes.append(changed) }
             case .largeWrite:
-                // Its pairs are in chunks, not in the record: every listener reads its location again.
-                if seen.insert(.root).inserted { changes.append(.root) }
+                // Its pairs are in chunks, not in the record: the listeners at, above or below
+                // where they lie read their locations again (all of them if the store no longer
+                // knows where). A message stands for itself whole, as in `changedPaths`.
+                let scope = node.withStoreOnQueue { store, _ in store.largeWriteScope(of: record.id) } ?? .root
+                let zone = Zone.of(scope)
+                let changed = if case .message = zone { zone.root } else { scope }
+                if seen.insert(changed).inserted { changes.append(changed) }
             default:
                 continue
             }

@@ -40,6 +40,9 @@ final class RealtimeSession {
             assembler.maxMessageBytes = bound
         }
     }
+    /// Called once a message has been handled: the connection is active until then, however
+    /// long the answer took (a write of 16 MB), and is judged idle from then on.
+    var answered: (() -> Void)?
     var listens: [ListenKey: Listen] = [:]
     var onDisconnect = RealtimeOnDisconnect()
     /// A close frame went out (or came in): nothing more is read or sent.
@@ -136,6 +139,7 @@ final class RealtimeSession {
     }
 
     private func handle(_ bytes: [UInt8]) {
+        defer { answered?() }
         let message: RealtimeMessage
         do {
             message = try RealtimeMessage.parse(bytes, limits: Self.messageLimits)

@@ -233,8 +233,9 @@ extension Node {
         expirePeers(now: now)
         bans.prune(now: now)
         // A fetch with chunks wanted and none in flight has stalled on peers that lacked them or
-        // timed out: ask them again (they may have fetched the chunks meanwhile).
-        if fetcher.pendingCount > 0, fetcher.inFlightCount == 0 { fetcher.forgetLacks() }
+        // timed out: ask them again (they may have fetched the chunks meanwhile), less and less
+        // often while nothing arrives.
+        if fetcher.pendingCount > 0, fetcher.inFlightCount == 0 { fetcher.forgetLacksAfterStall(now: now) }
         fetchReferencedFiles()
         fetchLargeWrites()
         for address in config.manualPeers where !sessions.values.contains(where: { $0.manualAddress == address }) {

@@ -99,7 +99,7 @@ extension Store {
         // The title is a string leaf or nothing: one row read, however large a member made
         // `meta/title` if it is not a string.
         let titleKey = StoreKey.of(try conversation.appending("meta").appending("title"))
-        if let title = try db.first("SELECT value FROM leaves WHERE path = ? AND kind = 3", [.text(titleKey)], { $0.text(0) }) {
+        if let title = try db.first("SELECT \(LeafValue.column) FROM leaves WHERE path = ? AND kind IN (3, 4)", [.text(titleKey)], { $0.text(0) }) {
             summary.title = ConversationSummary.cut(title)
         }
         // Shown only by members' nodes, and outranking any write there (Protocol.md §11.5).

@@ -34,14 +34,33 @@ extension Store {
     @discardableResult
     func foldLargeWrite(_ record: Record, content: [UInt8], seq: Int64) throws -> Bool {
         do { try LargeWriteContent.validate(content[...]) } catch { return false }
+        var scope = LargeWriteScope()
         try withPageCache(forContent: content.count) {
             var fold = PairFold(record: record, seq: seq)
             try LargeWriteContent.forEachPair(in: content[...], checked: true) { pair, encoded in
+                scope.add(pair.path)
                 try fold.apply(pair, in: self) { encoded }
             }
             try fold.finish(in: self)
         }
+        noteLargeWriteScope(record.id, scope)
         return true
+    }
+
+    /// The deepest path at or above every pair of the large write `id`, if it was folded lately
+    /// (the last `maxLargeWriteScopes`). Its record names no paths, so without this a listener
+    /// could only be told that anything may have changed; with it, only the listeners at, above
+    /// or below that path read their locations again.
+    public func largeWriteScope(of id: Digest32) -> Path? { largeWriteScopes[id] }
+
+    static let maxLargeWriteScopes = 64
+
+    func noteLargeWriteScope(_ id: Digest32, _ scope: LargeWriteScope) {
+        guard let path = scope.path else { return }
+        if largeWriteScopes.updateValue(path, forKey: id) == nil { largeWriteScopeOrder.append(id) }
+        if largeWriteScopeOrder.count > Self.maxLargeWriteScopes {
+            largeWriteScopes.removeValue(forKey: largeWriteScopeOrder.removeFirst())
+        }
     }
 
     /// The content of `write` from the chunk store, checked against the hash the record names.
@@ -124,11 +143,16 @@ extension Store {
         // The pairs are at hand: folded as they are rather than read back from the chunks.
         let record = try Record.make(body: .largeWrite(write), clock: try nextClock(nowMillis: nowMillis), signer: signer)
         if let seq = try insert(record) {
+            var scope = LargeWriteScope()
             try withPageCache(forContent: content.count) {
                 var fold = PairFold(record: record, seq: seq)
-                for pair in pairs { try fold.apply(pair, in: self) { TreeValueCodec.encode(pair.value).encoded()[...] } }
+                for pair in pairs {
+                    scope.add(pair.path)
+                    try fold.apply(pair, in: self) { TreeValueCodec.encode(pair.value).encoded()[...] }
+                }
                 try fold.finish(in: self)
             }
+            noteLargeWriteScope(record.id, scope)
         }
         return record
     }
@@ -175,5 +199,16 @@ extension JSONValue {
         case let .array(items): return items.reduce(9) { $0 + $1.estimatedEncodedBytes }
         case let .object(members): return members.reduce(9) { $0 + $1.key.utf8.count + 9 + $1.value.estimatedEncodedBytes }
         }
+    }
+}
+
+/// The deepest path at or above every path added: where a write's pairs lie.
+struct LargeWriteScope {
+    private(set) var path: Path?
+
+    mutating func add(_ pair: Path) {
+        guard var scope = path else { path = pair; return }
+        while !scope.isAncestorOrSelf(of: pair), let parent = scope.parent { scope = parent }
+        path = scope
     }
 }

@@ -92,7 +92,7 @@ struct Materializer {
             preconditionFailure("tree values hold no arrays")
         default:
             if objectForced.contains(key) { return }
-            let (kind, stored) = LeafValue.encode(value)
+            let (kind, stored) = try LeafValue.store(value, db)
             try leaves.add(key, kind, stored, db)
         }
     }
@@ -122,8 +122,24 @@ struct LeafBatch {
     }
 }
 
-/// How a primitive is stored in `leaves`: a kind tag (1 bool, 2 number, 3 string) and the value.
+/// How a primitive is stored in `leaves`: a kind tag (1 bool, 2 number, 3 string, 4 string kept
+/// out of line) and the value.
+///
+/// A string longer than `outOfLineBytes` is kept in `leaf_values` (migration 14), a rowid table,
+/// and its `leaves` row holds only its id (kind 4). Why: `leaves` is WITHOUT ROWID, so a leaf's
+/// value is part of its b-tree cell, and SQLite loads a whole cell that spills to overflow pages
+/// for every key comparison a seek makes against it; each write beside a 10 MB string (a seek
+/// that lands on its page, an `ord` read by a range delete) then read the 10 MB again. A rowid
+/// table compares integer keys held in the cell and reads the value only when it is asked for.
+/// Triggers of migration 14 drop a `leaf_values` row with the leaf that names it.
 enum LeafValue {
+    /// The longest string kept in its `leaves` row: below what a cell of a 4 KiB page holds
+    /// without overflow pages (about 1000 bytes in an index b-tree), path included.
+    static let outOfLineBytes = 512
+
+    /// The `leaves` value column as readers want it: the string itself for kind 4.
+    static let column = "CASE kind WHEN 4 THEN (SELECT value FROM leaf_values WHERE id = leaves.value) ELSE value END"
+
     static func encode(_ value: JSONValue) -> (Int64, SQLValue) {
         switch value {
         case let .bool(b): return (1, .integer(b ? 1 : 0))
@@ -133,6 +149,17 @@ enum LeafValue {
         }
     }
 
+    /// The kind and value a `leaves` row holds for `value`: a long string is first stored in
+    /// `leaf_values` and named by its id.
+    static func store(_ value: JSONValue, _ db: Connection) throws -> (Int64, SQLValue) {
+        if case let .string(s) = value, s.utf8.count > outOfLineBytes {
+            try db.run("INSERT INTO leaf_values(value) VALUES (?)", [.text(s)])
+            return (4, .integer(db.lastInsertRowID))
+        }
+        return encode(value)
+    }
+
+    /// A value read as `kind` and `column` (the `column` expression for kind 4).
     static func decode(kind: Int64, row: Row, column: Int32) -> JSONValue {
         switch kind {
         case 1: return .bool(row.int64(column) != 0)

@@ -34,6 +34,8 @@ import Wire
 /// - `sealed_file_keys` (migration 12): keys of sealed files named by private messages.
 /// - `sealed_writes` (migration 13): the sealed writes of each private conversation by epoch,
 ///   author and clock, see `Store.indexSealedWrite`.
+/// - `leaf_values` (migration 14): strings of the open zone longer than `LeafValue.outOfLineBytes`,
+///   named by their `leaves` row (kind 4) by id.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -202,6 +204,11 @@ enum Schema {
         // that a membership change judges again only the writes it can change instead of
         // decoding every sealed write of every conversation.
         Migration(version: 13, name: "sealed writes by conversation") { db in try indexSealedWrites(db) },
+        // Long strings of the open zone kept out of the WITHOUT ROWID `leaves` (see `LeafValue`):
+        // a `leaves` row of kind 4 names its `leaf_values` row, which goes with it (on a delete,
+        // and on an INSERT OR REPLACE, which fires no delete trigger). Strings already stored
+        // move out here.
+        Migration(version: 14, name: "long leaf values kept out of line") { db in try longLeavesOutOfLine(db) },
     ]
 
     /// Migration 13: the index of sealed writes, filled from the records already held (every
@@ -213,6 +220,35 @@ enum Schema {
         try db.query("SELECT seq, bytes FROM records WHERE kind = ?", [.integer(Int64(RecordKind.sealedWrite.rawValue))]) { row in
             guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
             try Store.indexSealedWrite(record, body, seq: row.int64(0), in: db)
+        }
+    }
+
+    /// Migration 14: creates `leaf_values` and its triggers, then moves every string leaf longer
+    /// than `LeafValue.outOfLineBytes` there, a slice of paths at a time.
+    static func longLeavesOutOfLine(_ db: Connection) throws {
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS leaf_values (
+                id INTEGER PRIMARY KEY,
+                value TEXT NOT NULL
+            ) STRICT;
+            CREATE TRIGGER IF NOT EXISTS leaf_values_replaced BEFORE INSERT ON leaves BEGIN
+                DELETE FROM leaf_values WHERE id = (SELECT value FROM leaves WHERE path = new.path AND kind = 4);
+            END;
+            CREATE TRIGGER IF NOT EXISTS leaf_values_deleted AFTER DELETE ON leaves WHEN old.kind = 4 BEGIN
+                DELETE FROM leaf_values WHERE id = old.value;
+            END;
+            """)
+        var after = ""
+        while true {
+            let paths = try db.all("""
+                SELECT path FROM leaves WHERE path > ? AND kind = 3 AND length(CAST(value AS BLOB)) > ? ORDER BY path LIMIT 256
+                """, [.text(after), .integer(Int64(LeafValue.outOfLineBytes))]) { $0.text(0) }
+            guard let last = paths.last else { break }
+            after = last
+            for path in paths {
+                try db.run("INSERT INTO leaf_values(value) SELECT value FROM leaves WHERE path = ?", [.text(path)])
+                try db.run("UPDATE leaves SET kind = 4, value = ? WHERE path = ?", [.integer(db.lastInsertRowID), .text(path)])
+            }
         }
     }
 

@@ -68,6 +68,9 @@ public final class Store {
         let author: PublicKey
         let epoch: UInt64
     }
+    /// Where the large writes folded lately lie, by record id (`largeWriteScope(of:)`).
+    var largeWriteScopes: [Digest32: Path] = [:]
+    var largeWriteScopeOrder: [Digest32] = []
 
     /// Opens (creating if needed) the store at `path` and its chunk index and pack, applies pending
     /// migrations and sets WAL with `synchronous=FULL`, so a committed write survives a crash or

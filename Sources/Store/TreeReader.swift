@@ -69,7 +69,7 @@ struct TreeReader {
         let (low, high) = StoreKey.descendants(key)
         let root = Assembly()
         var found = false
-        try db.query("SELECT path, kind, value FROM leaves WHERE path = ? OR (path >= ? AND path < ?) ORDER BY path",
+        try db.query("SELECT path, kind, \(LeafValue.column) FROM leaves WHERE path = ? OR (path >= ? AND path < ?) ORDER BY path",
                      [.text(key), .text(low), .text(high)]) { row in
             found = true
             root.insert(Store.relativeSegments(row.text(0), below: key), LeafValue.decode(kind: row.int64(1), row: row, column: 2))

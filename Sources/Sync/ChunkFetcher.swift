@@ -28,6 +28,14 @@ public struct ChunkFetcher<Peer: Hashable> {
     private var lacking: [Digest32: Set<Peer>] = [:]
     private var peers: [Peer] = []
     private var nextPeer = 0
+    /// Seconds that must pass after the last `forgetLacksAfterStall` before the next: 0 until
+    /// the first stall, then doubled at each stall without a chunk arriving in between.
+    private var stallBackoff: Double = 0
+    private var nextForget: Double = -.infinity
+
+    /// The wait after a first stall before the lacks are forgotten again, and the longest wait.
+    public static var firstStallBackoff: Double { 2 }
+    public static var maxStallBackoff: Double { 300 }
 
     public init(window: Int = 16, batch: Int = 1, timeout: Double = 10) {
         precondition(window >= 1 && (1...window).contains(batch), "a window of at least 1, asked again in batches that fit it")
@@ -78,6 +86,9 @@ public struct ChunkFetcher<Peer: Hashable> {
         }
         wanted.remove(hash)
         lacking.removeValue(forKey: hash)
+        // Progress: a stall after this one is retried soon again.
+        stallBackoff = 0
+        nextForget = -.infinity
     }
 
     /// `peer` does not hold these chunks: ask someone else.
@@ -149,6 +160,21 @@ public struct ChunkFetcher<Peer: Hashable> {
     public mutating func forgetLacks() {
         lacking.removeAll()
         unpark()
+    }
+
+    /// Forgets the lacks after the fetch has stalled (chunks wanted, none in flight), unless it
+    /// did so less than the backoff ago; returns whether it did. The backoff starts at
+    /// `firstStallBackoff` and doubles up to `maxStallBackoff` at each stall without a chunk
+    /// arriving in between. Why: chunks that no peer holds (a large write whose content its
+    /// author never served, a file nobody kept) would otherwise be asked of every peer at every
+    /// tick, forever: up to tens of thousands of hashes per large write record.
+    @discardableResult
+    public mutating func forgetLacksAfterStall(now: Double) -> Bool {
+        guard now >= nextForget else { return false }
+        forgetLacks()
+        stallBackoff = stallBackoff == 0 ? Self.firstStallBackoff : min(2 * stallBackoff, Self.maxStallBackoff)
+        nextForget = now + stallBackoff
+        return true
     }
 
     /// Puts the parked chunks back at the front of the queue (they were wanted before the rest).

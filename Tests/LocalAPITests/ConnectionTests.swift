@@ -89,6 +89,22 @@ struct ConnectionTests {
         #expect(try stream.nextChange().json == ["path": "/", "data": 7])
     }
 
+    @Test func aRequestThatWaitedOnABusyNodeIsAnsweredNotClosedAsIdle() throws {
+        let api = try APIFixture(idleTimeoutSeconds: 0.4)
+        defer { api.shutdown() }
+        let client = try api.client()
+        try client.send(RawClient.request("GET", "/busy.json"))
+        #expect(try client.readResponse().status == 200)
+        // The node's queue is busy for three times the idle timeout (as a large write's fold
+        // keeps it), and the client's next request arrives meanwhile: it waits unread, and the
+        // sweep that runs late once the queue is free must not take the connection for idle.
+        let node = api.node
+        node.queue.async { Thread.sleep(forTimeInterval: 1.2) }
+        Thread.sleep(forTimeInterval: 0.6)  // well into the busy time: the request must wait
+        try client.send(RawClient.request("GET", "/busy.json"))
+        #expect(try client.readResponse().status == 200)
+    }
+
     @Test func errorResponsesKeepTheConnectionWhenFramingIsSound() throws {
         let api = try APIFixture()
         defer { api.shutdown() }

@@ -230,4 +230,41 @@ struct ChunkFetcherTests {
         #expect(fetcher.pendingCount == 0)
         #expect(fetcher.schedule(now: 70).isEmpty)
     }
+
+    @Test("chunks no peer holds are asked again after a stall less and less often, and soon again once one arrives")
+    func stallsBackOff() {
+        var fetcher = ChunkFetcher<String>(window: 64, timeout: 10)
+        fetcher.peerJoined("a")
+        let wanted = Self.hashes(3)
+        fetcher.want(wanted)
+        /// One stall: whatever is asked, "a" lacks it.
+        func askedAndLacked(at now: Double) -> Int {
+            let hashes = fetcher.schedule(now: now).flatMap(\.hashes)
+            fetcher.missing(hashes, at: "a")
+            return hashes.count
+        }
+        let first = askedAndLacked(at: 0)
+        #expect(first == 3)
+        // Stalled at each tick; the lacks are forgotten at 1 (the first stall), then 2, 4, 8 s apart.
+        var forgotten = [Double]()
+        for tick in stride(from: 1.0, through: 40, by: 1) {
+            if fetcher.forgetLacksAfterStall(now: tick) { forgotten.append(tick) }
+            let asked = askedAndLacked(at: tick)
+            #expect(asked == (forgotten.last == tick ? 3 : 0))
+        }
+        #expect(forgotten == [1, 3, 7, 15, 31])
+        // The wait stops growing at its bound.
+        var last = forgotten.last!
+        var waits = [Double]()
+        for tick in stride(from: 41.0, through: 3000, by: 1) where fetcher.forgetLacksAfterStall(now: tick) {
+            waits.append(tick - last)
+            last = tick
+        }
+        #expect(waits.max() == ChunkFetcher<String>.maxStallBackoff && waits.suffix(3).allSatisfy { $0 == ChunkFetcher<String>.maxStallBackoff })
+        // A chunk arriving is progress: the next stall is retried at once, then backs off again.
+        fetcher.received(wanted[0], from: "a")
+        let retried = [1.0, 2, 3].map { fetcher.forgetLacksAfterStall(now: last + $0) }
+        #expect(retried == [true, false, true])
+        #expect(fetcher.pendingCount == 2)
+    }
 }

@@ -65,9 +65,6 @@ def until(seconds, condition):
 baseline = memory("RssAnon")
 baseline_rss = memory("VmRSS")
 
-# The update goes first. Known limit of the store, not of large writes: a leaf of several MiB is
-# one cell of the WITHOUT ROWID table `leaves`, and SQLite reads that whole cell at each seek that
-# compares against it, so writing many paths that sort beside a 10 MB string is very slow.
 # Node B is polled from before the update until it shows it: it must show none of the update's
 # children or all of them, never part.
 counts = set()
