@@ -18,18 +18,12 @@ import time
 import firebase_admin
 from firebase_admin import db
 
+from tally import Tally
+
 api_a, api_b, pid_a = sys.argv[1], sys.argv[2], int(sys.argv[3])
-passed = failed = 0
+tally = Tally("big values", detail_limit=300)
+check = tally.check
 HEADERS = {"Authorization": "Bearer owner"}
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name} {str(detail)[:300]}", file=sys.stderr)
 
 
 def request(api, method, path, body=None):
@@ -138,5 +132,4 @@ print(f"big values: update of {size} bytes taken in {write_seconds:.1f} s, on B 
       f"node A's own memory (RssAnon) {baseline:.0f} MiB before, {after_write:.0f} MiB right after, {settled:.0f} MiB settled; "
       f"resident peak (VmHWM, file cache included) {peak:.0f} MiB (before the update {before_peak:.0f} MiB); "
       f"VmRSS {baseline_rss:.0f} MiB before, {settled_rss:.0f} MiB settled")
-print(f"big values: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(tally.finish())

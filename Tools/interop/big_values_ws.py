@@ -18,19 +18,13 @@ import time
 
 import websockets
 
+from tally import Tally
+
 api_a, api_b, pid_a = sys.argv[1], sys.argv[2], int(sys.argv[3])
-passed = failed = 0
+tally = Tally("big values (websocket)", detail_limit=300)
+check = tally.check
 PIECE = 16384
 SLOW = 600  # seconds a large request may take on a debug build
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name} {str(detail)[:300]}", file=sys.stderr)
 
 
 def memory(field):
@@ -237,5 +231,4 @@ async def main():
 
 
 asyncio.run(main())
-print(f"big values (websocket): {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(tally.finish())

@@ -14,17 +14,11 @@ import time
 import firebase_admin
 from firebase_admin import db
 
+from tally import Tally
+
 api_a, api_b = sys.argv[1], sys.argv[2]
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}", file=sys.stderr)
+tally = Tally("firebase interop")
+check = tally.check
 
 
 def app(name, api):
@@ -136,5 +130,4 @@ check("listen sees a push as one put", wait_for(lambda: ("put", "/" + key, {"tex
 threading.excepthook = lambda args: None
 registration.close()
 
-print(f"firebase interop: {passed} passed, {failed} failed")
-os._exit(1 if failed or not passed else 0)
+os._exit(tally.finish())

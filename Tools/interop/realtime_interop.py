@@ -21,18 +21,12 @@ import time
 
 import websockets
 
+from tally import Tally
+
 api_a, api_b, token = sys.argv[1], sys.argv[2], sys.argv[3]
-passed = failed = 0
+tally = Tally("realtime interop")
+check = tally.check
 MAX_FRAME = 16384
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}", file=sys.stderr)
 
 
 # --- The SDK's hash of a value (what a transaction's write carries as "h") -------------------
@@ -498,8 +492,7 @@ async def main():
             await step()
         except Exception as error:  # noqa: BLE001
             check(step.__name__, False, repr(error))
-    print(f"realtime interop: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tally.finish()
 
 
 sys.exit(asyncio.run(main()))

@@ -12,17 +12,11 @@ import cbor2
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
+from tally import Tally
+
 DOMAIN = b"lanchat/record/v1\x00"
-passed = failed = 0
-
-
-def check(name, ok):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}", file=sys.stderr)
+tally = Tally("records interop")
+check = tally.check
 
 
 def check_record(name, data, expected_id=None):
@@ -82,5 +76,4 @@ for v in vectors(sys.argv[1]):
 for i, data in enumerate(frames(open(sys.argv[2], "rb").read())):
     check_record(f"export #{i + 1}", data)
 
-print(f"records interop: {passed} passed, {failed} failed")
-sys.exit(1 if failed or not passed else 0)
+sys.exit(tally.finish())
