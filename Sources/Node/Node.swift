@@ -22,7 +22,17 @@ public final class Node: @unchecked Sendable {
     /// Random per start: tells peers (and ourselves, on loopback) this process apart.
     let instance: [UInt8]
 
-    var recordSet: RecordSet
+    /// The record set once taken from `recordSetLoad` (RecordSetLoad.swift); use `recordSet`.
+    private(set) var loadedRecordSet: RecordSet?
+    /// Whether the first beacon waits for the record set it announces (NodeDiscovery.swift).
+    var firstBeaconWaiting = false
+    private let recordSetLoad: RecordSetLoad
+    /// Every record's (clock, id) for reconciliation, loaded beside the queue as the node starts
+    /// and waited for by the first use.
+    var recordSet: RecordSet {
+        get { takeRecordSet(); return loadedRecordSet! }
+        _modify { takeRecordSet(); yield &loadedRecordSet! }
+    }
     /// Arrival number of the newest record this node has handled (others may be written by the
     /// CLI in another process; they are picked up and pushed by `pickUpLocalWrites`).
     var handledSequence: Int64
@@ -127,12 +137,40 @@ public final class Node: @unchecked Sendable {
         self.network = network
         self.config = config
         datagramKey = network.datagramKey
-        recordSet = try RecordSet(store: store)
         handledSequence = try store.lastSequence()
+        recordSetLoad = RecordSetLoad(reader: store.recordKeyReader, through: handledSequence)
         listenAddress = config.listen
         live = LiveTable(limits: config.liveLimits)
         liveStore = try? LiveStore(forStoreAt: store.path)
         loadLiveState()
+        let load = recordSetLoad
+        world.scheduler.async(on: RecordSetLoad.queue) { [weak self] in
+            load.run()
+            guard let self else { return }
+            world.scheduler.async(on: queue) { [self] in recordSetLoaded() }
+        }
+    }
+
+    /// The set is read: taken at once, and announced if the first beacon waited for it.
+    private func recordSetLoaded() {
+        takeRecordSet()
+        if firstBeaconWaiting, running {
+            firstBeaconWaiting = false
+            sendBeacon()
+        }
+    }
+
+    private func takeRecordSet() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard loadedRecordSet == nil else { return }
+        do {
+            loadedRecordSet = try recordSetLoad.take()
+        } catch {
+            // The store could not be read a moment after it opened: peers' records are asked
+            // for again (and found held when stored) rather than the node stopping.
+            log("could not read the record set: \(error)", level: .error)
+            loadedRecordSet = RecordSet()
+        }
     }
 
     /// Binds the sockets and starts the timers. Call from any thread except the node's queue.

@@ -16,7 +16,9 @@ extension Node {
         let channel = try world.network.openBeacons(config, ipv6: acceptsIPv6, queue: queue)
         beacons = channel
         channel.start { [self] bytes, from in receiveBeacon(bytes, from: from) }
-        sendBeacon()
+        // The first beacon announces the record set, which may still be loading: then it goes
+        // out once loaded, rather than holding the queue (and the local API) until it is.
+        if loadedRecordSet != nil { sendBeacon() } else { firstBeaconWaiting = true }
         timers.append(world.scheduler.every(config.beaconInterval, on: queue) { [self] in sendBeacon() })
     }
 

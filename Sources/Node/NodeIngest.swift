@@ -146,7 +146,8 @@ extension Node {
             log("the store takes records again, after: \(failure)")
         }
         guard report.added > 0 else { return }
-        let added = report.addedIndices.map { records[$0] }
+        // During a cold sync every record is new: the same array, not a copy of each record.
+        let added = report.addedIndices.count == records.count ? records : report.addedIndices.map { records[$0] }
         for record in added { recordSet.insert(clock: record.clock, id: record.id.bytes) }
         storedHere.formUnion(report.addedSequences)
         // Positions in `records` run batch after batch; `addedIndices` is ascending.
@@ -160,7 +161,8 @@ extension Node {
             if let slot, let peer = slot.peer, slot.machine.isReconciling == false, fresh.count > 1 {
                 log("received \(fresh.count) records from \(describe(peer))")
             }
-            relay(fresh.map(\.encoded), except: slot)
+            // Only with another session to send them to (a cold sync has one peer).
+            if sessions.values.contains(where: { $0 !== slot && $0.established }) { relay(fresh.map(\.encoded), except: slot) }
         }
         notifyObservers(added)
         if added.contains(where: Node.mayReferenceFiles) {

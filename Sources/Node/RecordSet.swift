@@ -18,12 +18,17 @@ struct RecordSet {
 
     var count: Int { items.count }
 
-    /// Loads every record's key from the store, without an array per id.
-    init(store: Store) throws {
-        let expected = try store.recordCount()
+    /// An empty set.
+    init() {}
+
+    /// Loads the key of every record stored as arrival number `sequence` or earlier, without an
+    /// array per id. The arrival number, not a count of rows (which SQLite gets by reading a
+    /// whole index), sizes the tables: numbers are given in order, so it is at least the count.
+    init(reader: RecordKeyReader, through sequence: Int64) throws {
+        let expected = Int(min(max(sequence, 0), 1 << 24))
         items.reserveCapacity(expected)
         prefixes.reserveCapacity(expected)
-        try store.forEachRecordKey { clock, id in
+        try reader.forEachRecordKey(through: sequence) { clock, id in
             guard items.append(timestamp: clock, id: id) else { return }
             prefixes.insert(RecordSet.prefix(id))
             running.add(id)

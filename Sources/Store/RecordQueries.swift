@@ -22,6 +22,10 @@ extension Store {
         }
     }
 
+    /// Reads the record keys of this store's file through a connection of its own, so a node can
+    /// load its record set on another thread while its queue (and its local API) goes on.
+    public var recordKeyReader: RecordKeyReader { RecordKeyReader(path: path, vfs: disk.vfs) }
+
     /// Whether the record with this id is held.
     public func hasRecord(_ id: Digest32) throws -> Bool {
         let statement = try db.cachedStatement("SELECT 1 FROM records WHERE id = ?")
@@ -58,5 +62,32 @@ extension Store {
     /// The arrival number of the newest record (0 when empty).
     public func lastSequence() throws -> Int64 {
         try db.scalarInt("SELECT max(seq) FROM records") ?? 0
+    }
+}
+
+/// The record keys of a store's file, read through a connection of its own (`Store.recordKeyReader`).
+public struct RecordKeyReader: Sendable {
+    let path: String
+    let vfs: String?
+
+    /// Calls `body` with the clock and id (the bytes valid only during the call) of every record
+    /// stored as arrival number `sequence` or earlier, in no particular order. The bound makes the
+    /// answer the same whenever it is read: records stored later are the caller's to add (they
+    /// arrive through the node, or are picked up after `sequence` as other processes' writes).
+    /// Read from the index on (id, clock), which holds each row's arrival number too.
+    public func forEachRecordKey(through sequence: Int64, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws {
+        do {
+            let db = try Connection(path: path, create: false, vfs: vfs)
+            // Through the memory map, as the store's own connection reads: the index's pages
+            // are then the kernel's file cache, read in place rather than copied page by page.
+            try db.execute("PRAGMA mmap_size = 2147418112")
+            try db.transaction(.deferred) {
+                try db.query("SELECT clock, id FROM records INDEXED BY records_by_id WHERE seq <= ?", [.integer(sequence)]) { row in
+                    try row.withBlob(1) { try body(UInt64(bitPattern: row.int64(0)), $0) }
+                }
+            }
+        } catch let error as SQLiteError {
+            throw StoreError.from(error, path: path)
+        }
     }
 }

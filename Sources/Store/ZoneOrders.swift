@@ -55,25 +55,41 @@ struct ZoneOrders {
     /// Brings the rows of every ordering declared for the zone's list from the zone's `old`
     /// value to its `new` one (null: absent). Call wherever a zone's stored value changes.
     func zoneChanged(_ zone: Zone, old: JSONValue, new: JSONValue) throws {
-        guard old != new, let list = zone.root.parent, let key = zone.root.key else { return }
+        guard old != new else { return }
+        let root = zone.root
+        guard let list = root.parent, let key = root.key else { return }
         let orders = try declared(list: StoreKey.of(list))
         guard !orders.isEmpty else { return }
         let encodedKey = OrderKey.key(key)
+        // Bound directly on cached statements: a sync runs this for every message it stores.
         for (id, field) in orders {
             if old != .null {
-                try db.run("DELETE FROM zone_order_rows WHERE ord = ? AND value = ? AND key = ?",
-                           [.integer(id), .blob(ZoneOrders.encodedValue(old, field: field)), .blob(encodedKey)])
+                let delete = try db.cachedStatement("DELETE FROM zone_order_rows WHERE ord = ? AND value = ? AND key = ?")
+                defer { delete.reset(); delete.clearBindings() }
+                try delete.bind(.integer(id), at: 1)
+                try delete.bind(blob: ZoneOrders.encodedValue(old, field: field)[...], at: 2)
+                try delete.bind(blob: encodedKey[...], at: 3)
+                while try delete.step() {}
             }
             if new != .null {
-                try db.run("INSERT OR REPLACE INTO zone_order_rows(ord, value, key) VALUES (?, ?, ?)",
-                           [.integer(id), .blob(ZoneOrders.encodedValue(new, field: field)), .blob(encodedKey)])
+                let insert = try db.cachedStatement("INSERT OR REPLACE INTO zone_order_rows(ord, value, key) VALUES (?, ?, ?)")
+                defer { insert.reset(); insert.clearBindings() }
+                try insert.bind(.integer(id), at: 1)
+                try insert.bind(blob: ZoneOrders.encodedValue(new, field: field)[...], at: 2)
+                try insert.bind(blob: encodedKey[...], at: 3)
+                while try insert.step() {}
             }
         }
     }
 
     /// The orderings declared for a list (by its store key).
     private func declared(list: String) throws -> [(Int64, String)] {
-        try db.all("SELECT id, field FROM zone_orders WHERE list = ?", [.text(list)]) { ($0.int64(0), $0.text(1)) }
+        let statement = try db.cachedStatement("SELECT id, field FROM zone_orders WHERE list = ?")
+        defer { statement.reset(); statement.clearBindings() }
+        try statement.bind(.text(list), at: 1)
+        var orders = [(Int64, String)]()
+        while try statement.step() { orders.append((statement.int64(0), statement.text(1))) }
+        return orders
     }
 
     /// The id of the ordering of `list` by `field`, declaring and building it when it is new;

@@ -18,8 +18,9 @@ public enum Zone: Hashable, Sendable {
     /// `/conversations/$cid/messages/$mid`.
     case message(conversation: String, message: String)
 
-    /// The zone a path lies in (zone roots belong to their own zone).
-    public static func of(_ segments: [String]) -> Zone {
+    /// The zone a path lies in (zone roots belong to their own zone), from the segments of a
+    /// valid path: `root` builds a path from them again without checking the keys a second time.
+    static func of(_ segments: [String]) -> Zone {
         if segments.count >= 2, segments[0] == "users" { return .user(uid: segments[1]) }
         if segments.count >= 4, segments[0] == "conversations", segments[2] == "messages" {
             return .message(conversation: segments[1], message: segments[3])
@@ -30,13 +31,20 @@ public enum Zone: Hashable, Sendable {
     /// The zone of a path.
     public static func of(_ path: Path) -> Zone { of(path.segments) }
 
-    /// The root path of the zone; the tree root for the open zone.
+    /// The root path of the zone; the tree root for the open zone. The keys came from a valid
+    /// path (`of`), so they are not validated again: this runs several times for every pair a
+    /// sync stores, and checking keys was the largest single cost of applying a message.
     public var root: Path {
         switch self {
         case .open: return .root
-        case let .user(uid): return try! Path(segments: ["users", uid])  // keys came from a valid path
-        case let .message(c, m): return try! Path(segments: ["conversations", c, "messages", m])
+        case let .user(uid): return Zone.checked(["users", uid])
+        case let .message(c, m): return Zone.checked(["conversations", c, "messages", m])
         }
+    }
+
+    private static func checked(_ segments: [String]) -> Path {
+        assert((try? Path(segments: segments)) != nil, "a zone of keys from no valid path")
+        return Path(unchecked: segments)
     }
 
     /// Whether `segments` is a conversation's message list, `/conversations/$cid/messages`, where
