@@ -18,6 +18,7 @@ import time
 import firebase_admin
 from firebase_admin import db
 
+from proc_status import mebibytes
 from tally import Tally
 
 api_a, api_b, pid_a = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -38,11 +39,7 @@ def request(api, method, path, body=None):
 
 def memory(field):
     """A figure of node A's /proc status, in MiB."""
-    with open(f"/proc/{pid_a}/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return mebibytes(pid_a, field)
 
 
 def until(seconds, condition):
