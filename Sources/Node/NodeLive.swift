@@ -220,13 +220,14 @@ extension Node {
     /// How far behind a writer's wall clock may be for its relayed values to be taken.
     static let maxLiveClockSkewSeconds = 10.0
 
-    /// Sends this node's typing flags and statuses again, newly signed, on every session: the
-    /// new version renews them where they are shown relayed (§5.7), and changes nothing where
-    /// this node is live. Every beacon interval, while the node holds any.
+    /// Sends this node's typing flags and statuses again, newly signed, as datagrams and on every
+    /// session: the new version renews them where they are shown relayed (§5.7), gives them back
+    /// to a peer that lost this node for a moment (late beacons) and dropped them, and changes
+    /// nothing elsewhere. Every beacon interval, while the node holds any.
     func refreshOwnLive() {
         dispatchPrecondition(condition: .onQueue(queue))
         let own = live.values(of: identity.publicKey)
-        guard !own.isEmpty, sessions.values.contains(where: { $0.established }) else { return }
+        guard !own.isEmpty, !discovered.isEmpty || sessions.values.contains(where: { $0.established }) else { return }
         var encodings = [[UInt8]]()
         for value in own {
             liveVersion = max(liveVersion + 1, wallMillis() << 10)
@@ -236,7 +237,7 @@ extension Node {
             encodings.append(renewed.encoded())
         }
         guard !encodings.isEmpty else { return }
-        for slot in sessions.values where slot.established { perform(slot.machine.sendLive(encodings), on: slot) }
+        sendLive(encodings)
     }
 
     /// After a value was taken: a receipt is kept on disk (within a second), and one of this

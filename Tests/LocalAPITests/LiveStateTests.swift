@@ -250,7 +250,10 @@ struct LiveStateTests {
         #expect(eventually(10) { a.hears(b) && b.hears(a) })
         let state = "/presence/\(a.userID)/state.json"
         #expect(try b.get(state) == .string("online"))
-        #expect(try eventually(10) { try b.get(state) == .string("away") })  // A's API unused for a second (a deadline, not a wait: loaded machines delay beats)
+        var shown: JSONValue?
+        // A's API unused for a second (the deadline bounds the wait: loaded machines delay beats).
+        #expect(try eventually(10) { shown = try b.get(state); return shown == .string("away") },
+                "B shows \(String(describing: shown)); B hears A: \(b.hears(a)); A's own: \(String(describing: try? a.get(state)))")
         _ = try a.call("GET", "/.lanchat/status")
         #expect(try eventually(2) { try b.get(state) == .string("online") })
         a.stop()  // a stop clears A's values at once; its beacons end
