@@ -124,15 +124,23 @@ public enum KeySchedule {
     /// The pairs of a sealed write, or why they cannot be had. Checks the padding (to a valid
     /// bucket), every rule of a kind-1 body, and that every pair lies in the conversation.
     public static func openWrite(_ body: SealedWriteBody, key: EpochKey, author: PublicKey) throws(PrivateError) -> [WritePair] {
+        try openWriteAndValueBytes(body, key: key, author: author).pairs
+    }
+
+    /// `openWrite`, with each pair's value as canonical CBOR (`PrivateBodies.decodeWriteAndValueBytes`),
+    /// which the zones' store keeps: sliced from the plaintext rather than encoded again.
+    public static func openWriteAndValueBytes(_ body: SealedWriteBody, key: EpochKey, author: PublicKey) throws(PrivateError)
+        -> (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>]) {
         let ad = writeAD(body.conversation, epoch: body.epoch, author: author)
         guard let padded = XChaChaPoly.open(body.ciphertext, key: key.writeKey, ad: ad) else { throw .undecryptable }
-        guard let plain = Padding.unpad(padded, blockSize: padBlock(padded.count)), bucket(for: plain.count) == padded.count else {
+        guard let plain = Padding.unpadAuthenticated(padded, blockSize: padBlock(padded.count)),
+              bucket(for: plain.count) == padded.count else {
             throw .badPlaintext("not padded to its bucket")
         }
-        let pairs: [WritePair]
-        do { pairs = try PrivateBodies.decodeWrite(plain) } catch { throw .badPlaintext("\(error)") }
-        try checkInside(pairs, conversation: body.conversation)
-        return pairs
+        let opened: (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>])
+        do { opened = try PrivateBodies.decodeWriteAndValueBytes(plain) } catch { throw .badPlaintext("\(error)") }
+        try checkInside(opened.pairs, conversation: body.conversation)
+        return opened
     }
 
     /// Every pair at or below `/conversations/$conversation/<something>`: a sealed write can

@@ -176,8 +176,8 @@ extension Store {
     func applySealed(_ record: Record, _ body: SealedWriteBody, seq: Int64, membership: Membership) throws {
         guard membership.admits(author: record.author, order: record.order, epoch: body.epoch),
               let key = membership.key(of: body.epoch),
-              let pairs = try? KeySchedule.openWrite(body, key: key, author: record.author) else { return }
-        try applyPairs(pairs, encodings: pairs.map { TreeValueCodec.encode($0.value).encoded()[...] }, of: record, seq: seq)
+              let opened = try? KeySchedule.openWriteAndValueBytes(body, key: key, author: record.author) else { return }
+        try applyPairs(opened.pairs, encodings: opened.valueBytes, of: record, seq: seq)
     }
 
     /// The pairs of a sealed write this node reads and that count, for folds that read records

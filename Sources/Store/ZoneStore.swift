@@ -44,6 +44,8 @@ struct ZoneStore {
             firstValue = .none
         } else if relative.isRoot && inPlainRecord {
             firstValue = .inRecord
+        } else if relative.isRoot {
+            firstValue = .bytes(encodedValue)  // the zone's whole value: its encoding as given
         } else if case let .blob(bytes) = ZoneStore.encode(JSONValue.null.setting(relative, to: pair.value)) {
             firstValue = .bytes(bytes[...])
         } else {

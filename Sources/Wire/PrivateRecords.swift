@@ -163,6 +163,18 @@ public enum PrivateBodies {
     /// The pairs of a write body decoded from untrusted bytes, with every rule a kind-1 record's
     /// body obeys, and each value's canonical encoding (for the zones' store).
     public static func decodeWrite(_ bytes: [UInt8]) throws(RecordError) -> [WritePair] {
+        try decodeWriteAndValueBytes(bytes).pairs
+    }
+
+    /// `decodeWrite`, with each pair's value as canonical CBOR (what `TreeValueCodec.encode`
+    /// gives), for the zones' store.
+    ///
+    /// Why: the decoder takes only canonical forms, so a value's bytes inside the body are its
+    /// encoding, unless an object key is spelled otherwise than in NFC (then it is encoded
+    /// afresh). A member's node folds every sealed write it opens, tens of thousands in a cold
+    /// sync: slicing costs a short scan, encoding builds and writes a CBOR tree per pair.
+    public static func decodeWriteAndValueBytes(_ bytes: [UInt8]) throws(RecordError)
+        -> (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>]) {
         guard bytes.count <= RecordLimits.maxRecordBytes else {
             throw .tooLarge(size: bytes.count, limit: RecordLimits.maxRecordBytes)
         }
@@ -171,7 +183,9 @@ public enum PrivateBodies {
         var respelled = false
         let (pairs, disorder) = try RecordCodec.decodeWrite(item, valuesRespelled: &respelled)
         try RecordCodec.validateWrite(pairs, order: .asWritten(disorder: disorder))
-        return pairs
+        if respelled { return (pairs, pairs.map { TreeValueCodec.encode($0.value).encoded()[...] }) }
+        var scanner = CanonicalScanner(bytes: bytes, offset: 0)
+        return (pairs, scanner.pairValues(count: pairs.count))
     }
 }
 

@@ -15,17 +15,7 @@ extension Record {
         if valuesRespelled { return pairs.map { TreeValueCodec.encode($0.value).encoded()[...] } }
         var scanner = CanonicalScanner(bytes: encoded, offset: 1)  // past the 6-item array head
         for _ in 0..<4 { scanner.skipItem() }  // version, kind, author, clock
-        _ = scanner.head()  // the body's array head
-        var out = [ArraySlice<UInt8>]()
-        out.reserveCapacity(pairs.count)
-        for _ in pairs {
-            _ = scanner.head()  // the pair's 2-item array head
-            scanner.skipItem()  // its path
-            let start = scanner.offset
-            scanner.skipItem()
-            out.append(encoded[start..<scanner.offset])
-        }
-        return out
+        return scanner.pairValues(count: pairs.count)
     }
 }
 
@@ -52,6 +42,22 @@ struct CanonicalScanner {
         for i in 0..<width { value = value << 8 | UInt64(bytes[offset + i]) }
         offset += width
         return (initial >> 5, value)
+    }
+
+    /// The bytes of each pair's value in a write body (`[+ [path, value]]`) that starts at
+    /// `offset`, which holds `count` pairs.
+    mutating func pairValues(count: Int) -> [ArraySlice<UInt8>] {
+        _ = head()  // the body's array head
+        var out = [ArraySlice<UInt8>]()
+        out.reserveCapacity(count)
+        for _ in 0..<count {
+            _ = head()  // the pair's 2-item array head
+            skipItem()  // its path
+            let start = offset
+            skipItem()
+            out.append(bytes[start..<offset])
+        }
+        return out
     }
 
     /// Moves past one whole item, nested items included.

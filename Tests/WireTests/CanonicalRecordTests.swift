@@ -47,6 +47,25 @@ struct CanonicalRecordTests {
         #expect(!plain.valuesRespelled)
     }
 
+    @Test("an opened sealed write's value bytes are each value's encoding, sliced or, where respelled, encoded in NFC")
+    func sealedPlaintextValueBytes() throws {
+        let many = CBOR.array([
+            pair("/conversations/g/messages/a", .map([CBORPair(.text("text"), .text("hi")), CBORPair(.text("n"), .unsigned(300))])),
+            pair("/conversations/g/messages/b", .map([CBORPair(.text("a"), .unsigned(1)), CBORPair(.text("z"), .map([CBORPair(.text(nfcCafe), .bool(false))]))])),
+            pair("/conversations/g/messages/c", .text("x")),
+        ]).encoded()
+        let (pairs, valueBytes) = try PrivateBodies.decodeWriteAndValueBytes(many)
+        #expect(pairs == (try PrivateBodies.decodeWrite(many)) && pairs.count == 3)
+        #expect(valueBytes.map(Array.init) == pairs.map { TreeValueCodec.encode($0.value).encoded() })
+        // Sliced from the plaintext: nothing encoded again.
+        #expect(valueBytes.allSatisfy { many.indices.contains($0.startIndex) && many[$0.startIndex..<$0.endIndex] == $0 })
+
+        let spelled = CBOR.array([pair("/conversations/g/messages/a", .map([CBORPair(.text(nfdCafe), .unsigned(1))]))]).encoded()
+        let (respelled, respelledBytes) = try PrivateBodies.decodeWriteAndValueBytes(spelled)
+        #expect(respelledBytes.map(Array.init) == [TreeValueCodec.encode(respelled[0].value).encoded()])
+        #expect(!String(decoding: Array(respelledBytes[0]), as: UTF8.self).unicodeScalars.contains("\u{301}"))
+    }
+
     @Test("two object keys that are canonically equivalent are refused")
     func equivalentObjectKeys() throws {
         let value = CBOR.map([CBORPair(.text(nfcCafe), .unsigned(1)), CBORPair(.text(nfdCafe), .unsigned(2))])
