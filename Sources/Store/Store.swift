@@ -28,6 +28,8 @@ public final class Store {
     /// Set while `rebuildTreeIfRequested` folds every record again: the users directory is
     /// rebuilt once at the end instead of per profile.
     var rebuildingTree = false
+    /// The orderings declared per zone list, read once (`ZoneOrderCache`).
+    let zoneOrderCache = ZoneOrderCache()
     public let path: String
     /// How this store reaches the disk (`DiskAccess.system` unless a test says otherwise); the
     /// chunk writer and the background checkpointer open their files the same way.
@@ -151,7 +153,11 @@ public final class Store {
         do {
             return try db.transaction(.immediate, body)
         } catch let error as SQLiteError {
+            zoneOrderCache.forgetAll()  // what it declared was rolled back
             throw StoreError.from(error, path: path)
+        } catch {
+            zoneOrderCache.forgetAll()
+            throw error
         }
     }
 

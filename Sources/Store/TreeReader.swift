@@ -17,7 +17,7 @@ extension Store {
         return ZoneStore(db: db, opener: { [unowned self] in self.openedPairs($0) }, largeWriteContent: { write in
             if case let .present(content) = try store.largeWriteContent(write) { return content }
             return nil
-        })
+        }, orderCache: zoneOrderCache)
     }
 
     static func relativeSegments(_ storeKey: String, below key: String) -> [String] {

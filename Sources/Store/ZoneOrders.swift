@@ -21,6 +21,9 @@ import Tree
 ///   ordering value and the key, encoded by `OrderKey` so that bytewise order is Firebase's.
 struct ZoneOrders {
     let db: Connection
+    /// The store's orderings already read (nil: read them each time, as migrations and
+    /// snapshots do).
+    var cache: ZoneOrderCache? = nil
 
     static let maxOrdersPerList = 8
 
@@ -83,12 +86,14 @@ struct ZoneOrders {
     }
 
     /// The orderings declared for a list (by its store key).
-    private func declared(list: String) throws -> [(Int64, String)] {
+    private func declared(list: String) throws -> [(id: Int64, field: String)] {
+        if let known = cache?.orders(of: list) { return known }
         let statement = try db.cachedStatement("SELECT id, field FROM zone_orders WHERE list = ?")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.text(list), at: 1)
-        var orders = [(Int64, String)]()
+        var orders = [(id: Int64, field: String)]()
         while try statement.step() { orders.append((statement.int64(0), statement.text(1))) }
+        cache?.remember(orders, of: list)
         return orders
     }
 
@@ -103,6 +108,7 @@ struct ZoneOrders {
             return nil
         }
         try db.run("INSERT INTO zone_orders(list, field) VALUES (?, ?)", [.text(listKey), .text(field)])
+        cache?.forget(listKey)
         guard let id = try db.first("SELECT id FROM zone_orders WHERE list = ? AND field = ?", [.text(listKey), .text(field)], { $0.int64(0) }) else {
             return nil
         }
@@ -115,10 +121,13 @@ struct ZoneOrders {
     /// zone is created, at import and sync, so that no reader pays for building it: the first
     /// query of a long conversation used to take seconds.
     func declareKeyOrder(list: Path) throws {
+        let listKey = StoreKey.of(list)
+        if let known = cache?.orders(of: listKey), known.contains(where: { $0.field == "$key" }) { return }
         let statement = try db.cachedStatement("INSERT OR IGNORE INTO zone_orders(list, field) VALUES (?, '$key')")
         defer { statement.reset(); statement.clearBindings() }
-        try statement.bind(.text(StoreKey.of(list)), at: 1)
+        try statement.bind(.text(listKey), at: 1)
         while try statement.step() {}
+        cache?.forget(listKey)
         guard db.changes == 1 else { return }
         try build(db.lastInsertRowID, list: list, field: "$key")
     }

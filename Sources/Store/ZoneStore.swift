@@ -15,6 +15,8 @@ struct ZoneStore {
     var opener: ((Record) -> [WritePair]?)? = nil
     /// The content of a large write, when held (to fold a zone again from a large write's pairs).
     var largeWriteContent: ((LargeWrite) throws -> [UInt8]?)? = nil
+    /// The store's orderings already read (`ZoneOrderCache`).
+    var orderCache: ZoneOrderCache? = nil
 
     /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
     /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
@@ -203,7 +205,7 @@ struct ZoneStore {
     }
 
     /// The order indexes of zone lists, kept with the zones' values.
-    var orders: ZoneOrders { ZoneOrders(db: db) }
+    var orders: ZoneOrders { ZoneOrders(db: db, cache: orderCache) }
 
     /// The value of a zone, relative to its root (null when absent or empty).
     func value(of zone: Zone) throws -> JSONValue {

@@ -151,4 +151,43 @@ struct IndexedQueryTests {
         #expect(try store.query(query, at: list) == expected)
         #expect(expected != .null)
     }
+
+    /// The orderings a store remembers per list (`ZoneOrderCache`) follow a rolled-back
+    /// transaction: the list it declared an ordering for has none, and the id SQLite hands out
+    /// again to the next list's ordering is not taken for the first list's.
+    @Test("a rolled-back declaration of an ordering is forgotten")
+    func rolledBackDeclarationForgotten() throws {
+        struct Abort: Error {}
+        let store = try memoryStore()
+        let author = testAuthors[0]
+        let uid = author.publicKey.userID
+        var clock: UInt64 = 1_700_000_000_000 << 16
+        func message(_ cid: String, _ key: String) throws -> Record {
+            clock += 1 << 16
+            let path = try Path(segments: ["conversations", cid, "messages", key])
+            return try Record.make(body: .write([WritePair(path: path, value: .object(["senderId": .string(uid), "text": .string(cid + key)]))]),
+                                   clock: clock, signer: author)
+        }
+        _ = try store.ingest([message("c1", "m1")], nowMillis: farFuture)
+        #expect(throws: Abort.self) {
+            try store.transaction {
+                _ = try store.ingest([message("c2", "m1")], nowMillis: farFuture)
+                throw Abort()
+            }
+        }
+        #expect(try store.db.scalarInt("SELECT count(*) FROM zone_orders WHERE list LIKE '%c2%'") == 0)
+        // c3 now gets the id c2's ordering had; c2's next message must not write under it.
+        _ = try store.ingest([message("c3", "m1")], nowMillis: farFuture)
+        _ = try store.ingest([message("c2", "z")], nowMillis: farFuture)
+        _ = try store.ingest([message("c3", "m2")], nowMillis: farFuture)
+        // Every list has its key ordering from its first message on, none read from another's.
+        #expect(try store.db.scalarInt("SELECT count(*) FROM zone_orders") == 3)
+        let query = FirebaseQuery(order: .key, limit: .last(1))
+        for cid in ["c1", "c2", "c3"] {
+            let list = try Path(segments: ["conversations", cid, "messages"])
+            let expected = query.apply(to: try store.value(at: list))
+            #expect(expected != .null)
+            #expect(try store.query(query, at: list) == expected, "\(cid)")
+        }
+    }
 }
