@@ -220,10 +220,11 @@ extension Node {
     /// How far behind a writer's wall clock may be for its relayed values to be taken.
     static let maxLiveClockSkewSeconds = 10.0
 
-    /// Sends this node's typing flags and statuses again, newly signed, as datagrams and on every
-    /// session: the new version renews them where they are shown relayed (§5.7), gives them back
-    /// to a peer that lost this node for a moment (late beacons) and dropped them, and changes
-    /// nothing elsewhere. Every beacon interval, while the node holds any.
+    /// Sends this node's typing flags and statuses again, newly signed, on every session, and as
+    /// a datagram to each live peer without one: the new version renews them where they are shown
+    /// relayed (§5.7), gives them back to a peer that lost this node for a moment (late beacons)
+    /// and dropped them, and changes nothing elsewhere. Every beacon interval, while the node
+    /// holds any; a peer with a session gets them once, not twice.
     func refreshOwnLive() {
         dispatchPrecondition(condition: .onQueue(queue))
         let own = live.values(of: identity.publicKey)
@@ -237,7 +238,14 @@ extension Node {
             encodings.append(renewed.encoded())
         }
         guard !encodings.isEmpty else { return }
-        sendLive(encodings)
+        let connected = Set(sessions.values.compactMap { $0.established ? $0.peer : nil })
+        for encoding in encodings {
+            let datagram = Datagram.live(encoding).seal(key: datagramKey)
+            for peer in discovered.values where !connected.contains(peer.author) {
+                try? sessionSocket(for: peer.address)?.send(datagram, to: peer.address)
+            }
+        }
+        for slot in sessions.values where slot.established { perform(slot.machine.sendLive(encodings), on: slot) }
     }
 
     /// After a value was taken: a receipt is kept on disk (within a second), and one of this
