@@ -68,12 +68,17 @@ extension Node {
         return try LiveSealing.seal(plain, by: identity, epoch: epoch, key: key)
     }
 
-    /// Sends encoded live values to every live peer: one datagram each, and on every session.
-    func sendLive(_ encodings: [[UInt8]]) {
+    /// Sends encoded live values on every session and as one datagram each to every live peer,
+    /// or with `datagramsToConnected` false only to the live peers without a session (a renewal
+    /// need not reach a peer twice; a new value goes both ways, the quickest first).
+    func sendLive(_ encodings: [[UInt8]], datagramsToConnected: Bool = true) {
         dispatchPrecondition(condition: .onQueue(queue))
+        let connected = datagramsToConnected ? [] : Set(sessions.values.compactMap { $0.established ? $0.peer : nil })
         for encoding in encodings {
             let datagram = Datagram.live(encoding).seal(key: datagramKey)
-            for peer in discovered.values { try? sessionSocket(for: peer.address)?.send(datagram, to: peer.address) }
+            for peer in discovered.values where !connected.contains(peer.author) {
+                try? sessionSocket(for: peer.address)?.send(datagram, to: peer.address)
+            }
         }
         for slot in sessions.values where slot.established { perform(slot.machine.sendLive(encodings), on: slot) }
     }
@@ -238,14 +243,7 @@ extension Node {
             encodings.append(renewed.encoded())
         }
         guard !encodings.isEmpty else { return }
-        let connected = Set(sessions.values.compactMap { $0.established ? $0.peer : nil })
-        for encoding in encodings {
-            let datagram = Datagram.live(encoding).seal(key: datagramKey)
-            for peer in discovered.values where !connected.contains(peer.author) {
-                try? sessionSocket(for: peer.address)?.send(datagram, to: peer.address)
-            }
-        }
-        for slot in sessions.values where slot.established { perform(slot.machine.sendLive(encodings), on: slot) }
+        sendLive(encodings, datagramsToConnected: false)
     }
 
     /// After a value was taken: a receipt is kept on disk (within a second), and one of this

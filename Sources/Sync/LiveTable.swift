@@ -44,8 +44,7 @@ public struct LiveTable: Sendable {
         var instance: [UInt8]
         var version: UInt64 = 0
         var values: [Path: LiveValue] = [:]
-        var tokens: Double
-        var refilled: Double
+        var bucket: TokenBucket
         /// For an author whose node is not live here, whose values came relayed by a peer: when
         /// they go unless a newer value renews them (Protocol.md §5.7). Nil while its node is live here.
         var relayedUntil: Double?
@@ -56,8 +55,8 @@ public struct LiveTable: Sendable {
     /// Read receipts by their path (`/conversations/$cid/readReceipts/$uid`).
     public private(set) var receipts: [Path: LiveValue] = [:]
     private var receiptsByAuthor: [PublicKey: Int] = [:]
-    /// Token buckets of the authors holding receipts: (tokens, when refilled).
-    private var receiptBuckets: [PublicKey: (tokens: Double, refilled: Double)] = [:]
+    /// Token buckets of the authors holding receipts.
+    private var receiptBuckets: [PublicKey: TokenBucket] = [:]
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
@@ -82,13 +81,12 @@ public struct LiveTable: Sendable {
 
     private mutating func offerReceipt(_ value: LiveValue, now: Double) -> Outcome {
         let burst = Double(limits.receiptsPerAuthor)
-        var bucket = receiptBuckets[value.author] ?? (burst, now)
-        bucket.tokens = min(burst, bucket.tokens + (now - bucket.refilled) * limits.receiptRatePerSecond)
-        bucket.refilled = now
+        var bucket = receiptBuckets[value.author] ?? TokenBucket(full: burst, at: now)
+        bucket.refill(now: now, rate: limits.receiptRatePerSecond, burst: burst)
         if let held = receipts[value.path] {
             guard value.version > held.version else { return .refused("not newer than the receipt held") }
-            guard bucket.tokens >= 1 else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
-            bucket.tokens -= 1
+            guard bucket.hasToken else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
+            bucket.take()
             receiptBuckets[value.author] = bucket
             receipts[value.path] = value
             if value.value == .null { drop(receiptAt: value.path) }
@@ -99,8 +97,8 @@ public struct LiveTable: Sendable {
         guard receiptsByAuthor[value.author, default: 0] < limits.receiptsPerAuthor else {
             return .refused("\(limits.receiptsPerAuthor) receipts held of this author")
         }
-        guard bucket.tokens >= 1 else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
-        bucket.tokens -= 1
+        guard bucket.hasToken else { return .refused("more than \(Int(limits.receiptRatePerSecond)) receipts a second") }
+        bucket.take()
         receiptBuckets[value.author] = bucket
         receipts[value.path] = value
         receiptsByAuthor[value.author, default: 0] += 1
@@ -122,17 +120,16 @@ public struct LiveTable: Sendable {
             author = held
         } else {
             guard authors[value.author] != nil || authors.count < limits.authors else { return .refused("\(limits.authors) authors held") }
-            author = Author(instance: value.instance, tokens: limits.burst, refilled: now)
+            author = Author(instance: value.instance, bucket: TokenBucket(full: limits.burst, at: now))
         }
         guard value.version > author.version else { return .refused("not newer than the last value of its author") }
-        author.tokens = min(limits.burst, author.tokens + (now - author.refilled) * limits.ratePerSecond)
-        author.refilled = now
-        guard author.tokens >= 1 else { return .refused("more than \(Int(limits.ratePerSecond)) values a second") }
+        author.bucket.refill(now: now, rate: limits.ratePerSecond, burst: limits.burst)
+        guard author.bucket.hasToken else { return .refused("more than \(Int(limits.ratePerSecond)) values a second") }
         let held = author.values[value.path]
         if value.value != .null, held == nil, author.values.count >= limits.valuesPerAuthor {
             return .refused("\(limits.valuesPerAuthor) values held of this author")
         }
-        author.tokens -= 1
+        author.bucket.take()
         author.version = value.version
         author.relayedUntil = relayedUntil
         if value.value == .null { author.values.removeValue(forKey: value.path) } else { author.values[value.path] = value }

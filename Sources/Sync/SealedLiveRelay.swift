@@ -33,7 +33,7 @@ public struct SealedLiveRelay: Sendable {
     private var seen = Set<Seen>()
     private var order = [Seen]()
     private var oldest = 0
-    private var buckets: [PublicKey: (tokens: Double, refilled: Double)] = [:]
+    private var buckets: [PublicKey: TokenBucket] = [:]
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
@@ -43,14 +43,13 @@ public struct SealedLiveRelay: Sendable {
         guard !seen.contains(key) else { return false }
         if buckets[value.author] == nil, buckets.count >= limits.authors {
             // Full: buckets that have refilled say nothing a fresh one would not, so they go.
-            buckets = buckets.filter { _, bucket in bucket.tokens + (now - bucket.refilled) * limits.ratePerSecond < limits.burst }
+            buckets = buckets.filter { _, bucket in !bucket.wouldBeFull(now: now, rate: limits.ratePerSecond, burst: limits.burst) }
             guard buckets.count < limits.authors else { return false }
         }
-        var bucket = buckets[value.author] ?? (limits.burst, now)
-        bucket.tokens = min(limits.burst, bucket.tokens + (now - bucket.refilled) * limits.ratePerSecond)
-        bucket.refilled = now
-        guard bucket.tokens >= 1 else { return false }
-        bucket.tokens -= 1
+        var bucket = buckets[value.author] ?? TokenBucket(full: limits.burst, at: now)
+        bucket.refill(now: now, rate: limits.ratePerSecond, burst: limits.burst)
+        guard bucket.hasToken else { return false }
+        bucket.take()
         buckets[value.author] = bucket
         remember(key)
         return true
