@@ -50,14 +50,8 @@ final class RecordSetLoad: @unchecked Sendable {
 
     /// The loaded set, reading it here if no job has begun; waits for a job that has. Call once.
     func take() throws -> RecordSet {
+        run()  // reads the set here unless a job has begun
         condition.lock()
-        if case .waiting = state {
-            state = .reading
-            condition.unlock()
-            let result = Result { try RecordSet(reader: reader, through: sequence) }
-            condition.lock()
-            state = .done(result)
-        }
         while case .reading = state { condition.wait() }
         guard case let .done(result) = state else { condition.unlock(); preconditionFailure("the record set is taken once") }
         state = .taken
