@@ -318,40 +318,38 @@ extension Store {
     /// Every sealed write of `conversation`, with its arrival number, in arrival order.
     func sealedWrites(of conversation: String) throws -> [(Int64, Record, SealedWriteBody)] {
         var found = [(Int64, Record, SealedWriteBody)]()
-        try db.query("""
-            SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
-            WHERE sealed_writes.conversation = ? ORDER BY records.seq
-            """, [.text(conversation)]) { row in
-            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
-            found.append((row.int64(0), record, body))
-        }
+        try indexedSealedWrites(of: conversation) { found.append(($0, $1, $2)) }
         return found
     }
 
     /// The sealed writes of `conversation` that `change` may judge differently, in arrival order.
     func sealedWrites(of conversation: String, changing change: MembershipChange) throws -> [(Int64, Record, SealedWriteBody)] {
         var found = [Int64: (Record, SealedWriteBody)]()
-        func collect(_ row: Row) {
-            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
-            found[row.int64(0)] = (record, body)
-        }
         for epoch in change.epochs {
-            try db.query("""
-                SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
-                WHERE sealed_writes.conversation = ? AND sealed_writes.epoch = ?
-                """, [.text(conversation), .blob(epoch.bytes)], collect)
+            try indexedSealedWrites(of: conversation, "AND sealed_writes.epoch = ?", [.blob(epoch.bytes)]) { found[$0] = ($1, $2) }
         }
         for epoch in change.sharedEpochs {
             for span in change.spans {
-                try db.query("""
-                    SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
-                    WHERE sealed_writes.conversation = ? AND sealed_writes.epoch = ? AND sealed_writes.author = ?
-                      AND sealed_writes.clock BETWEEN ? AND ?
-                    """, [.text(conversation), .blob(epoch.bytes), .blob(span.author.bytes),
-                          .integer(Store.indexClock(span.clocks.lowerBound)), .integer(Store.indexClock(span.clocks.upperBound))], collect)
+                try indexedSealedWrites(
+                    of: conversation, "AND sealed_writes.epoch = ? AND sealed_writes.author = ? AND sealed_writes.clock BETWEEN ? AND ?",
+                    [.blob(epoch.bytes), .blob(span.author.bytes),
+                     .integer(Store.indexClock(span.clocks.lowerBound)), .integer(Store.indexClock(span.clocks.upperBound))]) { found[$0] = ($1, $2) }
             }
         }
         return found.keys.sorted().map { ($0, found[$0]!.0, found[$0]!.1) }
+    }
+
+    /// The sealed writes of `conversation` the index finds under `condition` (more terms on
+    /// `sealed_writes`, with their `values`), decoded, in arrival order.
+    private func indexedSealedWrites(of conversation: String, _ condition: String = "", _ values: [SQLValue] = [],
+                                     _ each: (Int64, Record, SealedWriteBody) -> Void) throws {
+        try db.query("""
+            SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
+            WHERE sealed_writes.conversation = ? \(condition) ORDER BY records.seq
+            """, [.text(conversation)] + values) { row in
+            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
+            each(row.int64(0), record, body)
+        }
     }
 
     /// The index of sealed writes: every node keeps it (a node may be given a key later), in
