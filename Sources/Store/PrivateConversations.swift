@@ -11,8 +11,9 @@ import Wire
 /// Membership can change what earlier records mean (a key record arriving after the writes it
 /// opens; an epoch that removes a member whose later writes arrived first), so when a key or
 /// leave record arrives the conversation's sealed writes are judged again: writes that now count
-/// are applied; if one that counted no longer does, the tree is folded again from the records,
-/// which is rare (a removed member writing before this node learned of the removal).
+/// are applied; if one that counted no longer does, the conversation's subtree is folded again
+/// from its records (`refoldConversation`), which is rare (a removed member writing before this
+/// node learned of the removal).
 extension Store {
     static let privateDeviceMetaKey = "private_device"
 
@@ -26,16 +27,23 @@ extension Store {
         memberships = [:]
         boxKeys = [:]
         unheldSlots = [:]
+        keyTrials.removeAll()
         let marker = Hex.encode(privateDevice!.publicKey.bytes)
         try transaction {
+            try forgetTrialsUnlessFor(marker)
             let stored = try db.first("SELECT value FROM meta WHERE key = ?", [.text(Store.privateDeviceMetaKey)]) { $0.text(0) }
-            guard stored != marker else { return }
-            if stored != nil {
-                try refoldEverything()
-            } else {
-                for conversation in try controlRecords().keys.sorted() { try materializePrivate(conversation) }
+            if stored != marker {
+                if stored != nil {
+                    try refoldEverything()
+                } else {
+                    for conversation in try controlRecords().keys.sorted() { try materializePrivate(conversation) }
+                }
+                try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Store.privateDeviceMetaKey), .text(marker)])
             }
-            try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Store.privateDeviceMetaKey), .text(marker)])
+            // Key records not tried yet (stored without a key, or for another device) are
+            // queued by `controlRecords()` and tried as the budgets allow, these first.
+            _ = try controlRecords()
+            try runKeyTrials()
         }
     }
 
@@ -73,10 +81,12 @@ extension Store {
     ///
     /// Only conversations this node holds a key of are kept in memory and judged again when
     /// their membership changes: key records of any other (made by anyone, for anyone) cost one
-    /// try of their sealed keys and nothing more, and leaves there cost nothing.
+    /// trial of their sealed keys, under their author's budget (`KeyTrialQueue`), and nothing
+    /// more, and leaves there cost nothing.
     func applyPrivate(_ record: Record, seq: Int64) throws {
         guard let conversation = record.privateConversationID else { return }
         if case let .sealedWrite(body) = record.body { try Store.indexSealedWrite(record, body, seq: seq, in: db) }
+        try Store.indexControlRecord(record, seq: seq, in: db)
         guard !rebuildingTree else { return }  // private conversations are folded at the end
         guard let device = privateDevice else {
             // Shown once a key is given (`usePrivateKeys` folds what is missing).
@@ -88,32 +98,25 @@ extension Store {
             try applySealed(record, body, seq: seq, membership: try membership(of: body.conversation))
         case let .groupKey(body):
             guard ConversationID.mayKey(body, author: record.author) else { return }  // counts for nothing
-            if try controlRecords()[conversation] == nil {
-                // Of a conversation not held, a key record later in write order than one of the
-                // same author and number seen before never counts: its boxes are not tried.
+            // A key record later in write order than one of the same author and number seen
+            // before never counts (Protocol.md §11.5): its boxes are not tried.
+            if let kept = try controlRecords()[conversation] {
+                if let first = kept.first(where: { Store.sameSlot($0, as: record, body) }), first.order < record.order {
+                    return try setOpens(conversation, seq: seq, false)
+                }
+            } else {
                 let slot = UnheldSlot(conversation: conversation, author: record.author, epoch: body.epoch)
-                if let seen = unheldSlots[slot], seen < record.order { return }
+                if let seen = unheldSlots[slot], seen < record.order { return try setOpens(conversation, seq: seq, false) }
                 unheldSlots[slot] = record.order
-                guard openBox(record.id, body, device: device) != nil else { return }  // still none of ours
-                let all = try controlRecords(of: conversation)  // this one included
-                let before = resolve(conversation, all.filter { $0.id != record.id }, device: device)
-                privateControl![conversation] = Store.counting(all)
-                memberships[conversation] = nil
-                try membershipChanged(conversation, before: before)
-                return
             }
-            // One key record counts per author and epoch number, the first in write order
-            // (Protocol.md §11.5): a later one never will, and is not kept in memory nor
-            // resolved; an earlier one takes the place of the one kept.
-            var (kept, before) = try controlWithout(record, of: conversation, device: device)
-            if let index = kept.firstIndex(where: { Store.sameSlot($0, as: record, body) }) {
-                guard record.order < kept[index].order else { return }
-                kept.remove(at: index)
+            // This node's own key records (its user's groups) are tried at once; any other
+            // author's wait for their turn and budget (`KeyTrialQueue`), most often none.
+            if record.author == privateIdentity?.publicKey {
+                try tryKeyRecord(record, body, seq: seq, device: device)
+            } else {
+                keyTrials.enqueue(seq: seq, author: record.author, boxes: body.boxes.count)
             }
-            kept.append(record)
-            privateControl![conversation] = kept
-            memberships[conversation] = nil
-            try membershipChanged(conversation, before: before)
+            try runKeyTrials()
         case .leave:
             guard try controlRecords()[conversation] != nil else { return }
             var (kept, before) = try controlWithout(record, of: conversation, device: device)
@@ -206,7 +209,7 @@ extension Store {
             let was = before.admits(author: write.author, order: write.order, epoch: body.epoch)
             let now = after.admits(author: write.author, order: write.order, epoch: body.epoch)
             if was && !now {
-                try refoldEverything()  // a write that counted no longer does
+                try refoldConversation(conversation)  // a write that counted no longer does
                 return
             }
             if now && !was { applyNow.append((write, body, seq)) }
@@ -269,50 +272,17 @@ extension Store {
             openBox: { openBox($0.id, $0.body, device: device) })
     }
 
-    /// Key and leave records of the conversations this node holds a key of (one of their key
-    /// records that counts opens for its device), by conversation: read from the store once and
-    /// kept up to date by `applyPrivate`. Empty while no device key is given.
-    func controlRecords() throws -> [String: [Record]] {
-        if let known = privateControl { return known }
-        guard let device = privateDevice else { return [:] }
-        var found = [String: [Record]]()
-        try scanControlRecords(of: nil) { found[$0, default: []].append($1) }
-        found = found.filter { _, records in
-            records.contains { record in
-                guard case let .groupKey(body) = record.body else { return false }
-                return ConversationID.mayKey(body, author: record.author) && openBox(record.id, body, device: device) != nil
-            }
-        }
-        privateControl = found.mapValues(Store.counting)
-        return privateControl!
-    }
-
     /// The epoch key a key record's sealed keys give `device`, if one is for it. Each record's
     /// boxes are tried once (they never change): membership is resolved again on every key or
     /// leave record, and trying up to 1,000 boxes of every epoch each time would cost a group
     /// that changes often more with each change.
     func openBox(_ id: Digest32, _ body: GroupKeyBody, device: X25519PrivateKey) -> EpochKey? {
         if let known = boxKeys[id] { return known }
+        keyRecordsTried += 1
+        boxesTried += body.boxes.count
         let key = KeySchedule.openKey(body, with: device)
         boxKeys[id] = .some(key)
         return key
-    }
-
-    /// The key and leave records of one conversation, read from the store.
-    func controlRecords(of conversation: String) throws -> [Record] {
-        var found = [Record]()
-        try scanControlRecords(of: conversation) { found.append($1) }
-        return found
-    }
-
-    /// Calls `body` with every key and leave record (of `conversation`, or of all).
-    private func scanControlRecords(of conversation: String?, _ body: (String, Record) -> Void) throws {
-        try db.query("SELECT bytes FROM records WHERE kind IN (?, ?)",
-                      [.integer(Int64(RecordKind.groupKey.rawValue)), .integer(Int64(RecordKind.leave.rawValue))]) { row in
-            guard let record = try? Record.decode(row.blob(0), verify: false), let id = record.privateConversationID,
-                  conversation == nil || id == conversation else { return }
-            body(id, record)
-        }
     }
 
     /// Every sealed write of `conversation`, with its arrival number, in arrival order.

@@ -34,6 +34,8 @@ import Wire
 /// - `sealed_file_keys` (migration 12): keys of sealed files named by private messages.
 /// - `sealed_writes` (migration 13): the sealed writes of each private conversation by epoch,
 ///   author and clock, see `Store.indexSealedWrite`.
+/// - `private_control` (migration 15): the key and leave records of each private conversation,
+///   and whether this node's device key opens each key record (`Store.privateControlSchema`).
 /// - `leaf_values` (migration 14): strings of the open zone longer than `LeafValue.outOfLineBytes`,
 ///   named by their `leaves` row (kind 4) by id.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
@@ -209,7 +211,26 @@ enum Schema {
         // and on an INSERT OR REPLACE, which fires no delete trigger). Strings already stored
         // move out here.
         Migration(version: 14, name: "long leaf values kept out of line") { db in try longLeavesOutOfLine(db) },
+        // Key and leave records by conversation (`Store.privateControlSchema`), so resolving one
+        // conversation's membership reads its own records instead of scanning every record.
+        Migration(version: 15, name: "key and leave records by conversation") { db in try indexControlRecords(db) },
     ]
+
+    /// The version the migrations bring a store to.
+    static var latestVersion: Int { laterMigrations.last!.version }
+
+    /// Migration 15: the index of key and leave records, filled from the records already held
+    /// (every node keeps it). Every key record starts untried (`opens` NULL): its boxes are
+    /// tried under the budget of `KeyTrialQueue` once a device key is given. Like migration 13
+    /// it finds the table in place on a store whose version was set back by hand.
+    static func indexControlRecords(_ db: Connection) throws {
+        try db.execute(Store.privateControlSchema)
+        try db.query("SELECT seq, bytes FROM records WHERE kind IN (?, ?)",
+                     [.integer(Int64(RecordKind.groupKey.rawValue)), .integer(Int64(RecordKind.leave.rawValue))]) { row in
+            guard let record = try? Record.decode(row.blob(1), verify: false) else { return }
+            try Store.indexControlRecord(record, seq: row.int64(0), in: db)
+        }
+    }
 
     /// Migration 13: the index of sealed writes, filled from the records already held (every
     /// node keeps it, member or not: a node may be given a key later). Like migration 12 it

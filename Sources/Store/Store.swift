@@ -55,6 +55,23 @@ public final class Store {
     /// How many sealed writes the last membership change judged again (tests look at it).
     var judgedOnMembershipChange = 0
 
+    /// Key records whose boxes wait for a trial under the budgets of `KeyTrialQueue`.
+    var keyTrials = KeyTrialQueue(nowMillis: 0)
+    /// Milliseconds of the monotonic clock the trial budgets run on; a test gives its own.
+    public var keyTrialMillis: @Sendable () -> UInt64 = Store.monotonicMillis
+    /// Key records whose boxes were tried, and boxes tried, since the store was opened.
+    public internal(set) var keyRecordsTried = 0
+    public internal(set) var boxesTried = 0
+    /// Folds of the whole tree, and of one conversation's subtree, since the store was opened.
+    public internal(set) var wholeRefolds = 0
+    public internal(set) var conversationRefolds = 0
+
+    static let monotonicStart = ContinuousClock.now
+    @Sendable static func monotonicMillis() -> UInt64 {
+        let elapsed = (ContinuousClock.now - monotonicStart).components
+        return UInt64(elapsed.seconds) * 1_000 + UInt64(elapsed.attoseconds / 1_000_000_000_000_000)
+    }
+
     /// The first key record (in write order) seen of each author and epoch number of the
     /// conversations this node holds no key of: a later one is passed over untried.
     var unheldSlots: [UnheldSlot: WriteOrder] = [:]

@@ -26,6 +26,7 @@ extension Store {
     /// Private conversations are folded last, with the keys this store was given; without
     /// them they are left out, to be folded when `usePrivateKeys` gives them.
     func refoldEverything() throws {
+        wholeRefolds += 1
         do {
             try db.execute("""
                 DELETE FROM leaves; DELETE FROM cuts; DELETE FROM zones; DELETE FROM zone_records;
