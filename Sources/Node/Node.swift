@@ -108,6 +108,8 @@ public final class Node: @unchecked Sendable {
     /// (NodeLive.swift, `armLivenessTimer`), and that moment (monotonic seconds).
     var livenessTimer: (any Cancellable)?
     var livenessDeadline: Double?
+    /// The one-shot timer of the key record trials waiting for budget (NodeKeyTrials.swift).
+    var keyTrialTimer: (any Cancellable)?
     /// The store's `membershipGeneration` when the private live values shown were last checked.
     var liveCheckedGeneration = -1
     var liveObservers: [Int: ([Path], [String]) -> Void] = [:]
@@ -129,7 +131,10 @@ public final class Node: @unchecked Sendable {
         self.store = store
         self.world = world
         instance = world.random.bytes(Beacon.instanceByteCount)
-        // The node shows the private conversations its user is a member of (Protocol.md §11).
+        // The node shows the private conversations its user is a member of (Protocol.md §11),
+        // trying key records' boxes under budgets that run on the world's monotonic clock.
+        let clock = world.clock
+        store.keyTrialMillis = { UInt64(max(0, clock.monotonicSeconds() * 1_000)) }
         try store.usePrivateKeys(of: identity)
         try store.checkpointInBackground()
         chunkWriter = try store.chunkWriter()
@@ -190,6 +195,7 @@ public final class Node: @unchecked Sendable {
             timers.append(world.scheduler.every(config.antiEntropyInterval, on: queue) { [self] in antiEntropyTick() })
             lastLocalActivity = monotonicSeconds()
             startLiveTimers()
+            armKeyTrialTimer()
             for peer in config.manualPeers { connect(to: peer, expected: nil, manual: true) }
         }
     }
@@ -205,6 +211,8 @@ public final class Node: @unchecked Sendable {
             timers.removeAll()
             livenessTimer?.cancel()
             livenessTimer = nil
+            keyTrialTimer?.cancel()
+            keyTrialTimer = nil
             for slot in sessions.values { slot.connection.close() }
             sessions.removeAll()
             listener?.close()

@@ -145,6 +145,7 @@ extension Node {
             storeFailure = nil
             log("the store takes records again, after: \(failure)")
         }
+        defer { armKeyTrialTimer() }
         guard report.added > 0 else { return }
         // During a cold sync every record is new: the same array, not a copy of each record.
         let added = report.addedIndices.count == records.count ? records : report.addedIndices.map { records[$0] }
@@ -165,6 +166,7 @@ extension Node {
             if sessions.values.contains(where: { $0 !== slot && $0.established }) { relay(fresh.map(\.encoded), except: slot) }
         }
         notifyObservers(added)
+        announceOpenedKeyRecords(except: added)
         if added.contains(where: Node.mayReferenceFiles) {
             fetchReferencedFiles(paths: (try? store.filePaths(touchedBy: added)) ?? [])
         }
@@ -248,6 +250,8 @@ extension Node {
         guard !encodings.isEmpty else { return }
         try? store.privateRecordsStoredElsewhere(records)
         notifyObservers(records)
+        announceOpenedKeyRecords(except: records)
+        armKeyTrialTimer()
         if records.contains(where: Node.mayReferenceFiles) {
             fetchReferencedFiles(paths: (try? store.filePaths(touchedBy: records)) ?? [])
         }

@@ -145,6 +145,13 @@ extension Store {
     /// Key records waiting for a trial.
     public var waitingKeyRecords: Int { keyTrials.count }
 
+    /// The key records tried since last asked whose boxes opened for this node: their
+    /// conversations changed, perhaps long after the records were stored.
+    public func takeOpenedKeyRecords() -> [Record] {
+        defer { openedKeyRecords = [] }
+        return openedKeyRecords
+    }
+
     /// Tries a key record's boxes and applies what it changes: a conversation this node now
     /// holds, or a held conversation's new epoch.
     func tryKeyRecord(_ record: Record, _ body: GroupKeyBody, seq: Int64, device: X25519PrivateKey) throws {
@@ -152,6 +159,7 @@ extension Store {
         let held = try controlRecords()[conversation] != nil
         let opens = openBox(record.id, body, device: device) != nil
         try setOpens(conversation, seq: seq, opens)
+        if opens { openedKeyRecords.append(record) }
         guard held else {
             guard opens else { return }  // still none of ours
             let all = try controlRecords(of: conversation)  // this one included

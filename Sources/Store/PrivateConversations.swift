@@ -369,6 +369,9 @@ extension Store {
         privateControl = nil
         for conversation in changed { memberships[conversation] = nil }
         guard privateDevice != nil else { return }
-        try transaction { for conversation in changed.sorted() { try materializePrivate(conversation) } }
+        try transaction {
+            for conversation in changed.sorted() { try materializePrivate(conversation) }
+            try runKeyTrials()  // key records the other process left untried, queued by `controlRecords()`
+        }
     }
 }

@@ -57,6 +57,8 @@ public final class Store {
 
     /// Key records whose boxes wait for a trial under the budgets of `KeyTrialQueue`.
     var keyTrials = KeyTrialQueue(nowMillis: 0)
+    /// Key records tried that opened for this node, until the node asks (`takeOpenedKeyRecords`).
+    var openedKeyRecords: [Record] = []
     /// Milliseconds of the monotonic clock the trial budgets run on; a test gives its own.
     public var keyTrialMillis: @Sendable () -> UInt64 = Store.monotonicMillis
     /// Key records whose boxes were tried, and boxes tried, since the store was opened.
