@@ -35,6 +35,14 @@ public final class Statement {
         sqlite3_finalize(handle)
     }
 
+    /// Virtual machine steps this statement has run since it was compiled
+    /// (SQLITE_STMTSTATUS_VM_STEP): the work a query does, whatever the machine's load.
+    public var virtualMachineSteps: Int { Int(sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_VM_STEP, 0)) }
+
+    /// Steps a full table scan took (SQLITE_STMTSTATUS_FULLSCAN_STEP): 0 when every table
+    /// read is through an index.
+    public var fullScanSteps: Int { Int(sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0)) }
+
     // MARK: Binding
 
     /// The number of `?` parameters, so callers and `bind(_:)` can check argument counts.

@@ -7,7 +7,7 @@ import Wire
 /// records with chosen members, epoch numbers and clocks, and sealed messages in any epoch.
 struct GroupScript {
     let creator: PrivateKey
-    let salt = [UInt8](repeating: 0x33, count: 32)
+    var salt = [UInt8](repeating: 0x33, count: 32)
     var conversation: String { ConversationID.group(creator: creator.publicKey, salt: salt) }
 
     func keyRecord(epoch: UInt64, members: [PrivateKey], clock: UInt64) throws -> (record: Record, key: EpochKey) {
