@@ -23,13 +23,17 @@ struct KeyTrialFloodTests {
     let alice = testAuthors[0], bob = testAuthors[1], carol = testAuthors[2]
     let now: UInt64 = 1_700_000_000_000
 
+    /// 1,000 boxes of random bytes, sorted, shared by the junk records (each differs by its salt).
+    static let junkBoxes = (0..<PrivateLimits.maxBoxes).map { _ in secureRandomBytes(PrivateLimits.boxBytes) }
+        .sorted { $0.lexicographicallyPrecedes($1) }
+
     /// A key record of a group `author` creates (its own salt), with `boxes` boxes of random
     /// bytes: valid, signed, and opening for no one.
     static func junkKeyRecord(by author: PrivateKey, index: Int, boxes: Int = PrivateLimits.maxBoxes) throws -> Record {
         var salt = [UInt8](repeating: 0, count: PrivateLimits.saltBytes)
         for shift in 0..<8 { salt[shift] = UInt8(truncatingIfNeeded: index >> (8 * shift)) }
         let body = GroupKeyBody(conversation: ConversationID.group(creator: author.publicKey, salt: salt), epoch: 1, salt: salt,
-                                boxes: (0..<boxes).map { _ in secureRandomBytes(PrivateLimits.boxBytes) }, meta: secureRandomBytes(64))
+                                boxes: Array(junkBoxes.prefix(boxes)), meta: secureRandomBytes(64))
         return try Record.make(body: .groupKey(body), clock: UInt64(1_000 + index) << 16, signer: author)
     }
 
