@@ -23,6 +23,7 @@ enum PrivateBenchmark {
         lines += try coldSync(messages: messages, runs: options.quick ? 1 : 5)
         lines += [""] + (try latency(messages: options.latencyMessages))
         lines += [""] + (try membershipChange(changes: options.quick ? 3 : 10))
+        lines += [""] + (try keyRecordFlood(records: options.quick ? 100 : 500))
         return BenchSection(name: "private", lines: lines)
     }
 
@@ -354,6 +355,93 @@ enum PrivateBenchmark {
             "",
             "A member's node resolving the group alone from its \(keyRecords.count) key records (opening its box in each by trying the boxes, and the meta): \(ms(opening)).",
         ]
+    }
+
+    // MARK: key record flood
+
+    /// A milliseconds clock moved by hand: the trial budgets see seconds pass without waiting.
+    final class HandMillis: @unchecked Sendable {
+        private let lock = NSLock()
+        private var millis: UInt64 = 0
+        var now: UInt64 { lock.withLock { millis } }
+        func advance(_ delta: UInt64) { lock.withLock { millis += delta } }
+    }
+
+    /// One author sends `records` key records of 1,000 boxes of random bytes (a group each):
+    /// the CPU a member's node spends on them per second of the budget's clock, against the
+    /// ceiling of trying every box at once (what a node did before the budget), and the CPU
+    /// until another author's group is readable with the flood waiting, against the same on a
+    /// node without the flood.
+    static func keyRecordFlood(records: Int) throws -> [String] {
+        log("a flood of \(records) key records of 1,000 boxes")
+        let mallory = PrivateKey(), alice = PrivateKey(), bob = PrivateKey(), carol = PrivateKey()
+        let boxes = (0..<PrivateLimits.maxBoxes).map { _ in secureRandomBytes(PrivateLimits.boxBytes) }
+        let flood = try (0..<records).map { i -> Record in
+            var salt = [UInt8](repeating: 0, count: PrivateLimits.saltBytes)
+            for shift in 0..<8 { salt[shift] = UInt8(truncatingIfNeeded: i >> (8 * shift)) }
+            let body = GroupKeyBody(conversation: ConversationID.group(creator: mallory.publicKey, salt: salt), epoch: 1, salt: salt,
+                                    boxes: boxes, meta: secureRandomBytes(64))
+            return try Record.make(body: .groupKey(body), clock: UInt64(1_000 + i) << 16, signer: mallory)
+        }
+        // The ceiling: every box of one record tried, as each record cost before.
+        let device = bob.x25519()
+        guard case let .groupKey(sample) = flood[0].body else { throw BenchError("not a key record") }
+        let oneRecord = (0..<3).map { _ in cpu { _ = KeySchedule.openKey(sample, with: device) } }.min()!
+
+        func honest(_ store: Store) throws -> Double {
+            let salt = [UInt8](repeating: 0x42, count: PrivateLimits.saltBytes)
+            let meta = GroupMeta(title: "honest", members: [alice.publicKey, bob.publicKey, carol.publicKey])
+            let key = EpochKey()
+            let conversation = ConversationID.group(creator: alice.publicKey, salt: salt)
+            let body = KeySchedule.makeKeyBody(conversation: conversation, epoch: 1, salt: salt, key: key, meta: meta, author: alice.publicKey,
+                                               recipients: try meta.members.map { try $0.x25519() })
+            let record = try Record.make(body: .groupKey(body), clock: 1 << 16, signer: alice)
+            let spent = try cpu { _ = try store.ingest([record], nowMillis: nowMillis()) }
+            guard try store.privateInfo(conversation) != nil else { throw BenchError("the honest group is not readable") }
+            return spent
+        }
+
+        let clock = HandMillis()
+        let flooded = try Store(path: ":memory:")
+        flooded.keyTrialMillis = { clock.now }
+        try flooded.usePrivateKeys(of: bob)
+        let ingestCPU = try cpu { for start in stride(from: 0, to: records, by: 100) {
+            _ = try flooded.ingest(Array(flood[start..<min(records, start + 100)]), nowMillis: nowMillis())
+        } }
+        let honestFlooded = try honest(flooded)
+        let waiting = flooded.waitingKeyRecords
+        var perSecond = [Double]()
+        for _ in 0..<10 {
+            clock.advance(1_000)
+            perSecond.append(try cpu { _ = try flooded.tryWaitingKeyRecords() })
+        }
+        let quiet = try Store(path: ":memory:")
+        quiet.keyTrialMillis = { clock.now }
+        try quiet.usePrivateKeys(of: bob)
+        let honestQuiet = try honest(quiet)
+        func ms(_ x: Double) -> String { String(format: "%.1f ms", x * 1000) }
+        let budget = KeyTrialQueue.Limits.standard
+        return [
+            "### A flood of key records",
+            "",
+            "One author sends \(records) key records of 1,000 boxes of random bytes (a group each, valid and signed) to a member's",
+            "node; trying one costs \(ms(oneRecord)) of CPU (the ceiling: before the budget, every node spent that on each record",
+            "as it arrived, \(String(format: "%.1f s", oneRecord * Double(records))) for this flood). Under the budget (\(budget.perAuthorPerSecond) boxes a second per author, bursts",
+            "of \(budget.perAuthorBurst)), on a clock moved by hand a second at a time, CPU time of the store's calls:",
+            "",
+            "| measure | CPU | ceiling | ratio |",
+            "|---|---|---|---|",
+            "| storing the flood (its author's burst tried; \(waiting) records left waiting) | \(ms(ingestCPU)) | \(ms(oneRecord * Double(records))) all tried | \(String(format: "%.3f", ingestCPU / (oneRecord * Double(records)))) |",
+            "| trials of the flood in one second of the clock, median of 10 | \(ms(median(perSecond))) | 1 s of one core | \(String(format: "%.3f", median(perSecond))) |",
+            "| another author's key record stored until its group is readable, flood waiting | \(ms(honestFlooded)) | \(ms(honestQuiet)) without the flood | \(String(format: "%.2fx", honestFlooded / honestQuiet)) |",
+        ]
+    }
+
+    /// CPU seconds (user and system, the whole process) `body` takes.
+    static func cpu(_ body: () throws -> Void) rethrows -> Double {
+        let start = processCPUSeconds()
+        try body()
+        return processCPUSeconds() - start
     }
 
     /// Polls `condition` every 10 ms until it holds or `timeout` seconds pass.
