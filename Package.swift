@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation"]),
-        .testTarget(name: "NodeTests", dependencies: ["TestSupport", "DiskFaults", "Node", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
+        .testTarget(name: "NodeTests", dependencies: ["TestSupport", "DiskFaults", "Node", "Private", "Store", "Sync", "Transport", "Wire", "Tree", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )
