@@ -24,6 +24,7 @@ enum PrivateBenchmark {
         lines += [""] + (try latency(messages: options.latencyMessages))
         lines += [""] + (try membershipChange(changes: options.quick ? 3 : 10))
         lines += [""] + (try keyRecordFlood(records: options.quick ? 100 : 500))
+        lines += [""] + (try backdatedRemoval(plain: options.quick ? 20_000 : 200_000))
         return BenchSection(name: "private", lines: lines)
     }
 
@@ -434,6 +435,65 @@ enum PrivateBenchmark {
             "| storing the flood (its author's burst tried; \(waiting) records left waiting) | \(ms(ingestCPU)) | \(ms(oneRecord * Double(records))) all tried | \(String(format: "%.3f", ingestCPU / (oneRecord * Double(records)))) |",
             "| trials of the flood in one second of the clock, median of 10 | \(ms(median(perSecond))) | 1 s of one core | \(String(format: "%.3f", median(perSecond))) |",
             "| another author's key record stored until its group is readable, flood waiting | \(ms(honestFlooded)) | \(ms(honestQuiet)) without the flood | \(String(format: "%.2fx", honestFlooded / honestQuiet)) |",
+        ]
+    }
+
+    // MARK: backdated removal
+
+    /// A store of `plain` plain messages and a group of 200 sealed messages; the group's
+    /// creator removes a member with an epoch stamped before that member's last message, which
+    /// then no longer counts. CPU of storing that key record (the conversation folded again)
+    /// against the ceiling of folding the whole store again, what it cost before.
+    static func backdatedRemoval(plain: Int) throws -> [String] {
+        log("a backdated removal beside \(plain) plain messages")
+        let alice = PrivateKey(), bob = PrivateKey(), carol = PrivateKey()
+        let salt = [UInt8](repeating: 0x51, count: PrivateLimits.saltBytes)
+        let conversation = ConversationID.group(creator: alice.publicKey, salt: salt)
+        func epoch(_ number: UInt64, _ members: [PrivateKey], clock: UInt64) throws -> (Record, EpochKey) {
+            let key = EpochKey()
+            let meta = GroupMeta(title: "bench", members: members.map(\.publicKey))
+            let body = KeySchedule.makeKeyBody(conversation: conversation, epoch: number, salt: salt, key: key, meta: meta,
+                                               author: alice.publicKey, recipients: try members.map { try $0.publicKey.x25519() })
+            return (try Record.make(body: .groupKey(body), clock: clock, signer: alice), key)
+        }
+        let (e1, k1) = try epoch(1, [alice, bob, carol], clock: 1 << 16)
+        var records = [e1]
+        for i in 0..<200 {
+            let author = i % 2 == 0 ? alice : carol
+            let path = try Path(segments: ["conversations", conversation, "messages", MessageKey.bind(String(format: "-b%018d", i), to: author.publicKey.userID)])
+            let value: JSONValue = .object(["senderId": .string(author.publicKey.userID), "text": .string("sealed \(i)")])
+            let body = try KeySchedule.sealWrite([WritePair(path: path, value: value)], conversation: conversation, epoch: e1.id, key: k1,
+                                                 author: author.publicKey)
+            records.append(try Record.make(body: .sealedWrite(body), clock: UInt64(100 + i) << 16, signer: author))
+        }
+        for i in 0..<plain {
+            let path = try Path(segments: ["conversations", "room\(i % 50)", "messages", MessageKey.bind(String(format: "-p%018d", i), to: bob.publicKey.userID)])
+            let value: JSONValue = .object(["senderId": .string(bob.publicKey.userID), "text": .string("plain message \(i)")])
+            records.append(try Record.make(body: .write([WritePair(path: path, value: value)]), clock: UInt64(100 + i) << 16, signer: bob))
+        }
+        let dir = try MeshBenchmark.tempDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try Store(path: dir + "/store.sqlite")
+        try store.usePrivateKeys(of: bob)
+        for start in stride(from: 0, to: records.count, by: 1_000) {
+            _ = try store.ingest(Array(records[start..<min(records.count, start + 1_000)]), nowMillis: nowMillis())
+        }
+        // Epoch 2 without carol, stamped before her last 50 messages.
+        let (e2, _) = try epoch(2, [alice, bob], clock: 250 << 16)
+        let removal = try cpu { _ = try store.ingest([e2], nowMillis: nowMillis()) }
+        guard store.conversationRefolds == 1 else { throw BenchError("the removal did not fold the conversation again") }
+        let whole = try cpu { try store.foldEverythingAgain() }
+        func ms(_ x: Double) -> String { String(format: "%.1f ms", x * 1000) }
+        return [
+            "### A backdated removal",
+            "",
+            "A store of \(plain) plain messages and a group of 200 sealed messages; the creator removes a member with an epoch",
+            "stamped before that member's last 50 messages, which stop counting. CPU time of storing the removal, which folds the",
+            "conversation again, against the ceiling of folding the whole store again (what such a removal cost before):",
+            "",
+            "| measure | CPU | whole refold | ratio |",
+            "|---|---|---|---|",
+            "| the removal stored and its conversation folded again | \(ms(removal)) | \(ms(whole)) | \(String(format: "%.4f", removal / whole)) |",
         ]
     }
 

@@ -161,7 +161,12 @@ extension Store {
         try setOpens(conversation, seq: seq, opens)
         if opens { openedKeyRecords.append(record) }
         guard held else {
-            guard opens else { return }  // still none of ours
+            guard opens else {
+                // Still none of ours. The index keeps that (`opens` 0), so the memory of trials
+                // follows the conversations held, not every key record ever tried.
+                boxKeys[record.id] = nil
+                return
+            }
             let all = try controlRecords(of: conversation)  // this one included
             let before = resolve(conversation, all.filter { $0.id != record.id }, device: device)
             privateControl![conversation] = Store.counting(all)

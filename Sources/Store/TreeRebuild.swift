@@ -22,6 +22,12 @@ extension Store {
         }
     }
 
+    /// Folds the whole tree again from the records, in one transaction: what a migration asks
+    /// for, and the ceiling a benchmark measures a conversation's refold against.
+    public func foldEverythingAgain() throws {
+        try transaction { try refoldEverything() }
+    }
+
     /// Empties the materialized tree and folds every record again; call inside a transaction.
     /// Private conversations are folded last, with the keys this store was given; without
     /// them they are left out, to be folded when `usePrivateKeys` gives them.
