@@ -82,7 +82,7 @@ public final class Node: @unchecked Sendable {
     /// The store's newest arrival number at the previous anti-entropy tick (idle detection).
     var sequenceAtLastTick: Int64 = -1
     /// Verified batches of records waiting for the queue to store them (`storeVerified`).
-    var verified: [(records: [Record], slot: SessionSlot, ids: [Digest32])] = []
+    var verified: [(records: [Record], opened: [OpenedSealedWrite?]?, slot: SessionSlot, ids: [Digest32])] = []
     /// Whether a `storeVerified` is queued already.
     var storeScheduled = false
     /// The error of the last batch of records the store refused (a full or failing disk), until

@@ -74,7 +74,9 @@ extension Store {
     /// Only conversations this node holds a key of are kept in memory and judged again when
     /// their membership changes: key records of any other (made by anyone, for anyone) cost one
     /// try of their sealed keys and nothing more, and leaves there cost nothing.
-    func applyPrivate(_ record: Record, seq: Int64) throws {
+    ///
+    /// `opened` is the write opened already off the queue, if it was (`SealedWriteKeys`).
+    func applyPrivate(_ record: Record, seq: Int64, opened: OpenedSealedWrite? = nil) throws {
         guard let conversation = record.privateConversationID else { return }
         if case let .sealedWrite(body) = record.body { try Store.indexSealedWrite(record, body, seq: seq, in: db) }
         guard !rebuildingTree else { return }  // private conversations are folded at the end
@@ -85,7 +87,7 @@ extension Store {
         }
         switch record.body {
         case let .sealedWrite(body):
-            try applySealed(record, body, seq: seq, membership: try membership(of: body.conversation))
+            try applySealed(record, body, seq: seq, membership: try membership(of: body.conversation), opened: opened)
         case let .groupKey(body):
             guard ConversationID.mayKey(body, author: record.author) else { return }  // counts for nothing
             if try controlRecords()[conversation] == nil {
@@ -172,11 +174,20 @@ extension Store {
         return Array(keys.values) + Array(leaves.values)
     }
 
-    /// Applies the pairs of a sealed write if this node may read it and they count.
-    func applySealed(_ record: Record, _ body: SealedWriteBody, seq: Int64, membership: Membership) throws {
+    /// Applies the pairs of a sealed write if this node may read it and they count. A write
+    /// opened ahead (`opened`) under the very key the membership gives its epoch is not opened
+    /// again: opening is pure, so the same key gives the same pairs, or the same failure.
+    func applySealed(_ record: Record, _ body: SealedWriteBody, seq: Int64, membership: Membership,
+                     opened ahead: OpenedSealedWrite? = nil) throws {
         guard membership.admits(author: record.author, order: record.order, epoch: body.epoch),
-              let key = membership.key(of: body.epoch),
-              let opened = try? KeySchedule.openWriteAndValueBytes(body, key: key, author: record.author) else { return }
+              let key = membership.key(of: body.epoch) else { return }
+        let opened: (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>])?
+        if let ahead, ahead.key === key {
+            opened = ahead.pairs
+        } else {
+            opened = try? KeySchedule.openWriteAndValueBytes(body, key: key, author: record.author)
+        }
+        guard let opened else { return }
         try applyPairs(opened.pairs, encodings: opened.valueBytes, of: record, seq: seq)
     }
 
