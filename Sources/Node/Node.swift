@@ -85,6 +85,9 @@ public final class Node: @unchecked Sendable {
     var verified: [(records: [Record], opened: [OpenedSealedWrite?]?, slot: SessionSlot, ids: [Digest32])] = []
     /// Whether a `storeVerified` is queued already.
     var storeScheduled = false
+    /// CPU seconds the queue spent storing received batches (`storeVerified`): the serial part
+    /// of taking records in, which bounds a sync however many cores verify.
+    var storingCPU = 0.0
     /// The error of the last batch of records the store refused (a full or failing disk), until
     /// a batch is stored again: logged once, not for every batch of every round.
     var storeFailure: String?
