@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # A virtual LAN of five hosts in network namespaces, one lanchat node on each, proving that the
 # nodes find each other by multicast alone and converge through a partition, a crash during
-# sync and packet loss, and that a private group reaches a member who was offline (even one
-# killed mid-sync) and no one else.
+# sync and packet loss, and that a private group across all five reaches a member who was
+# offline (even one killed mid-sync) and no one else (a sixth host, joining for that part).
 #
 # Usage: Tools/netns-testbed.sh [path/to/lanchat]      (default .build/debug/lanchat; needs root)
 #
-# Topology: a "switch" namespace holding a bridge, and five host namespaces lanchat-tb-h1..h5,
+# Topology: a "switch" namespace holding a bridge, and five host namespaces lanchat-tb-h1..h5 (h6
+# joins for the last part),
 # each with lo and one veth (tb0, 10.231.77.N/24) plugged into the bridge. Traffic stays inside
 # these namespaces: every node beacons only on its namespace's tb0, and every CLI command runs
 # inside the node's namespace (the node's control port is on that namespace's loopback).
@@ -19,21 +20,23 @@ PREFIX=lanchat-tb
 SUBNET=10.231.77
 PORT=7000
 HOSTS=(1 2 3 4 5)
-NAMES=("" "Nguyễn Văn An" "Alice Smith" "박준영" "Omar Haddad" "Ingrid Berg")
+NAMES=("" "Nguyễn Văn An" "Alice Smith" "박준영" "Omar Haddad" "Ingrid Berg" "Zoë Ndiaye")
 DEADLINE=${NETNS_TESTBED_DEADLINE:-60}   # seconds allowed per wait
 source Tools/netns-harness.sh "$@"
 
 # ---------------------------------------------------------------------------------------------
 # The virtual LAN.
 setup_lan() {
-    local n ns
+    local n
     add_switch || return 1
-    for n in "${HOSTS[@]}"; do
-        ns=$(hostns "$n")
-        add_ipv4_host "$n" || return 1
-        # Beacons also go to the broadcast address; drop those so only multicast can discover.
-        # The counters show both kinds arrived (and so that the broadcast rule had work to do).
-        ip netns exec "$ns" nft -f - <<'EOF' || return 1
+    for n in "${HOSTS[@]}"; do add_lan_host "$n" || return 1; done
+}
+
+add_lan_host() {  # add_lan_host N: host N on the switch
+    add_ipv4_host "$1" || return 1
+    # Beacons also go to the broadcast address; drop those so only multicast can discover.
+    # The counters show both kinds arrived (and so that the broadcast rule had work to do).
+    ip netns exec "$(hostns "$1")" nft -f - <<'EOF' || return 1
 table inet lanchat_tb {
     chain input {
         type filter hook input priority 0; policy accept;
@@ -42,7 +45,6 @@ table inet lanchat_tb {
     }
 }
 EOF
-    done
 }
 
 start_node() {  # start_node N
@@ -244,34 +246,47 @@ for n in "${HOSTS[@]}"; do dropped=$((dropped + $(nft_counter "$n" lanchat_tb_lo
 [ "$ok" -eq 0 ] || describe_state
 check "$ok" "5 with 20% UDP loss all 5 converge" "${took} s; $dropped datagrams dropped"
 
-# 6. A private group of h1 (its creator), h2, h3 and h4, written while h4's node is stopped; h4
-# comes back, is killed with SIGKILL as its first session opens, and started again: it must read
-# every message. h5 takes the same sealed records and reads none of them. (Last: members' trees
-# differ from h5's from here on, so `converged` no longer applies.)
+# 6. A private group of all five hosts: h1 creates it, h1, h2, h3 and h5 write while h4's node is
+# stopped; h4 comes back, is killed with SIGKILL as its first session opens and at its first
+# stored batch, and started again: it must read every message. h6, a sixth host joining the LAN
+# now, takes the same sealed records and reads none of them. (Last: members' trees differ from
+# h6's from here on, so `converged` no longer applies.)
 for n in "${HOSTS[@]}"; do ip netns exec "$(hostns "$n")" nft delete table inet lanchat_tb_loss 2>/dev/null; done
-members=(1 2 3) late=4 outsider=5
+writers=(1 2 3 5) late=4 outsider=6
+t=$EPOCHREALTIME
+ok=0
+add_lan_host "$outsider" >>"$work/setup.log" 2>&1 || ok=1
+lc "$outsider" init --name "${NAMES[$outsider]}" >"$work/h$outsider.id" || ok=1
+start_node "$outsider"
+HOSTS+=("$outsider")
+until_true 20 node_answers "$outsider" || ok=1
+check "$ok" "6 a sixth host h$outsider joins the LAN" "$(elapsed "$t") s"
 # private_tokens N: the group's message tokens node N reads, sorted.
 private_tokens() { lc "$1" messages "$group" 2>/dev/null | grep -o 'tb-private-[a-z0-9-]*' | sort; }
 reads_all() { [ -z "$(comm -23 "$work/private.sorted" <(private_tokens "$1"))" ]; }
 members_read_all() { local n; for n in "$@"; do reads_all "$n" || return 1; done; }
-knows_group() { local n; for n in "${members[@]}"; do lc "$n" group members "$group" >/dev/null 2>&1 || return 1; done; }
+knows_group() { local n; for n in "${writers[@]}"; do lc "$n" group members "$group" >/dev/null 2>&1 || return 1; done; }
 records_of() { lc "$1" status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["records"])'; }
 outsider_synced() { [ "$(records_of "$outsider")" == "$(records_of 1)" ]; }
 stop_node "$late" TERM
 t=$EPOCHREALTIME
-group=$(lc 1 group create "Testbed plans" --member "$(cat "$work/h2.id")" --member "$(cat "$work/h3.id")" --member "$(cat "$work/h$late.id")")
+group=$(lc 1 group create "Testbed plans" --member "$(cat "$work/h2.id")" --member "$(cat "$work/h3.id")" \
+    --member "$(cat "$work/h$late.id")" --member "$(cat "$work/h5.id")")
 ok=$?
 [ "$ok" -eq 0 ] && until_true "$DEADLINE" knows_group || ok=1
+# Five members, as the group's meta lists them.
+members_listed=$(lc 1 group members "$group" 2>/dev/null | grep -c .)
+[ "$members_listed" -eq 5 ] || ok=1
 : >"$work/private"
-for i in $(seq 1 20); do
-    for n in "${members[@]}"; do
+for i in $(seq 1 15); do
+    for n in "${writers[@]}"; do
         lc "$n" send "$group" "tb-private-h$n-$i" >/dev/null && echo "tb-private-h$n-$i" >>"$work/private" || ok=1
     done
 done
 sort "$work/private" >"$work/private.sorted"
-[ "$ok" -eq 0 ] && until_true "$DEADLINE" members_read_all "${members[@]}" || ok=1
-[ "$ok" -eq 0 ] || describe_state
-check "$ok" "6a a private group of h1, h2, h3 and h$late: the members online read all $(wc -l <"$work/private") messages" "$(elapsed "$t") s"
+[ "$ok" -eq 0 ] && until_true "$DEADLINE" members_read_all "${writers[@]}" || ok=1
+[ "$ok" -eq 0 ] || { describe_state; lc 1 group members "$group" >&2; }
+check "$ok" "6a a private group of all 5 hosts ($members_listed members), h$late offline: the 4 online read all $(wc -l <"$work/private") messages" "$(elapsed "$t") s"
 ok=0
 until_true "$DEADLINE" outsider_synced || ok=1
 seen=$( { lc "$outsider" messages "$group" 2>/dev/null; lc "$outsider" get / 2>/dev/null; } | grep -c 'tb-private-')
@@ -302,8 +317,13 @@ until_true "$DEADLINE" reads_all "$late" || ok=1
 [ "$ok" -eq 0 ] || describe_state
 check "$ok" "6c h$late back, killed with SIGKILL mid-sync twice and started again, reads all $(wc -l <"$work/private") messages" \
     "read $at_kill at the kills, integrity $crash_integrity; all $(elapsed "$t") s after the last start"
+ok=0
+members_read_all "${writers[@]}" "$late" || ok=1
+seen=$( { lc "$outsider" messages "$group" 2>/dev/null; lc "$outsider" get / 2>/dev/null; } | grep -c 'tb-private-')
+[ "$seen" -eq 0 ] || ok=1
+check "$ok" "6d all 5 member hosts read all $(wc -l <"$work/private") messages; h$outsider still reads none" "$seen tokens shown on h$outsider"
 
-# Every node still runs: none crashed on its own (h5's kills were ours).
+# Every node still runs: none crashed on its own (the kills of h5 and h4 were ours).
 dead=""
 for n in "${HOSTS[@]}"; do kill -0 "${PID[$n]:-0}" 2>/dev/null || dead+=" h$n"; done
 check "$([ -z "$dead" ]; echo $?)" "every node is still running at the end" "${dead:+exited:$dead}"

@@ -82,9 +82,12 @@ public final class Node: @unchecked Sendable {
     /// The store's newest arrival number at the previous anti-entropy tick (idle detection).
     var sequenceAtLastTick: Int64 = -1
     /// Verified batches of records waiting for the queue to store them (`storeVerified`).
-    var verified: [(records: [Record], slot: SessionSlot, ids: [Digest32])] = []
+    var verified: [(records: [Record], opened: [OpenedSealedWrite?]?, slot: SessionSlot, ids: [Digest32])] = []
     /// Whether a `storeVerified` is queued already.
     var storeScheduled = false
+    /// CPU seconds the queue spent storing received batches (`storeVerified`): the serial part
+    /// of taking records in, which bounds a sync however many cores verify.
+    var storingCPU = 0.0
     /// The error of the last batch of records the store refused (a full or failing disk), until
     /// a batch is stored again: logged once, not for every batch of every round.
     var storeFailure: String?

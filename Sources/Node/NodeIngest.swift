@@ -1,5 +1,8 @@
 import Crypto
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 import Sync
 import Transport
@@ -11,16 +14,26 @@ extension Node {
     /// Decodes and verifies records on every core. `nil` if any record is invalid: a peer that
     /// sends one is disconnected, since honest nodes only relay verified records. `ids` are the
     /// encodings' BLAKE2b-256 hashes, worked out already to drop duplicates, so not again here.
-    static func verify(_ encodings: [[UInt8]], ids: [Digest32]) -> [Record]? {
+    ///
+    /// Sealed writes of an epoch whose key `keys` holds are opened there too, beside their
+    /// signature check: opening is as pure, and on the node's queue it would run one record at
+    /// a time. `opened` has an entry per record (nil for the others), or is nil when none was.
+    static func verify(_ encodings: [[UInt8]], ids: [Digest32], keys: SealedWriteKeys = .none)
+        -> (records: [Record], opened: [OpenedSealedWrite?]?)? {
         precondition(ids.count == encodings.count, "one id per encoding")
         let results = UnsafeMutableBufferPointer<Record?>.allocate(capacity: encodings.count)
         results.initialize(repeating: nil)
         defer { results.deinitialize(); results.deallocate() }
-        let slots = UncheckedSendable(results)
+        let openings = UnsafeMutableBufferPointer<OpenedSealedWrite?>.allocate(capacity: keys.isEmpty ? 0 : encodings.count)
+        openings.initialize(repeating: nil)
+        defer { openings.deinitialize(); openings.deallocate() }
+        let slots = UncheckedSendable(results), opened = UncheckedSendable(openings)
         let chunk = 64
         DispatchQueue.concurrentPerform(iterations: (encodings.count + chunk - 1) / chunk) { part in
             for i in (part * chunk)..<min((part + 1) * chunk, encodings.count) {
-                slots.value[i] = try? Record.decode(encodings[i], hashedAs: ids[i])
+                let record = try? Record.decode(encodings[i], hashedAs: ids[i])
+                if let record, !keys.isEmpty { opened.value[i] = keys.open(record) }
+                slots.value[i] = record
             }
         }
         var records = [Record]()
@@ -29,7 +42,7 @@ extension Node {
             guard let record else { return nil }
             records.append(record)
         }
-        return records
+        return (records, openings.contains { $0 != nil } ? Array(openings) : nil)
     }
 
     /// Verifies records off the node's queue, so the next batch is verified while this one is
@@ -57,8 +70,10 @@ extension Node {
         if slot.batchesInFlight == Node.maxBatchesInFlight { slot.connection.pauseReading() }
         let batch = UncheckedSendable(fresh)
         let batchIDs = ids
+        // The keys held now: a key arriving meanwhile opens the writes it concerns on the queue.
+        let keys = store.sealedWriteKeys()
         world.scheduler.async(on: Node.verifier) { [self] in
-            let records = Node.verify(batch.value, ids: batchIDs).map(UncheckedSendable.init)
+            let records = Node.verify(batch.value, ids: batchIDs, keys: keys).map(UncheckedSendable.init)
             world.scheduler.async(on: queue) { [self] in
                 guard let records else {
                     for id in batchIDs { arriving.remove(id) }
@@ -67,8 +82,8 @@ extension Node {
                     return
                 }
                 // A session that ended meanwhile keeps no lead (its peer may have none left).
-                if sessions[slot.id] != nil { noteClockLead(records.value, from: slot) }
-                verified.append((records.value, slot, batchIDs))
+                if sessions[slot.id] != nil { noteClockLead(records.value.records, from: slot) }
+                verified.append((records.value.records, records.value.opened, slot, batchIDs))
                 scheduleStore()
             }
         }
@@ -95,6 +110,8 @@ extension Node {
     /// runs dry.
     func storeVerified() {
         dispatchPrecondition(condition: .onQueue(queue))
+        let cpuStart = Node.threadCPUSeconds()
+        defer { storingCPU += Node.threadCPUSeconds() - cpuStart }
         storeScheduled = false
         var count = 0
         var taken = 0
@@ -105,11 +122,22 @@ extension Node {
         let waiting = verified[..<taken]
         verified.removeFirst(taken)
         if !verified.isEmpty { scheduleStore() }
-        store(waiting.filter { sessions[$0.slot.id] != nil }.map { (records: $0.records, slot: Optional($0.slot)) })
+        store(waiting.filter { sessions[$0.slot.id] != nil }.map { (records: $0.records, opened: $0.opened, slot: Optional($0.slot)) })
         for batch in waiting {
             for id in batch.ids { arriving.remove(id) }
             batchStored(by: batch.slot)
         }
+    }
+
+    /// CPU seconds the queue has spent storing received batches: benchmarks set it beside the
+    /// process's CPU time, to tell the serial part of a sync from the part spread over the cores.
+    public var storingCPUSeconds: Double { queue.sync { storingCPU } }
+
+    /// CPU time of the calling thread.
+    static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     private func batchStored(by slot: SessionSlot) {
@@ -119,17 +147,21 @@ extension Node {
 
     /// Stores verified records and relays the new ones to every other session.
     func store(_ records: [Record], from slot: SessionSlot?) {
-        store([(records, slot)])
+        store([(records, nil, slot)])
     }
 
     /// Stores batches of verified records in one transaction, and relays each batch's new
-    /// records to every session but the one it came from.
-    func store(_ batches: [(records: [Record], slot: SessionSlot?)]) {
+    /// records to every session but the one it came from. A batch's `opened` holds its sealed
+    /// writes opened off the queue (`Node.verify`), if any were.
+    func store(_ batches: [(records: [Record], opened: [OpenedSealedWrite?]?, slot: SessionSlot?)]) {
         let records = batches.count == 1 ? batches[0].records : batches.flatMap(\.records)
         guard !records.isEmpty else { return }
+        // One entry per record across the batches, or none when no batch opened any.
+        let opened: [OpenedSealedWrite?]? = batches.allSatisfy({ $0.opened == nil }) ? nil
+            : batches.flatMap { $0.opened ?? [OpenedSealedWrite?](repeating: nil, count: $0.records.count) }
         let report: IngestReport
         do {
-            report = try store.ingest(records, nowMillis: wallMillis())
+            report = try store.ingest(records, opened: opened, nowMillis: wallMillis())
         } catch {
             // The records are not in the record set, so reconciliation offers them again: the node
             // goes on, and stores them once the disk takes writes again. One line per failure,
@@ -153,7 +185,7 @@ extension Node {
         storedHere.formUnion(report.addedSequences)
         // Positions in `records` run batch after batch; `addedIndices` is ascending.
         var position = 0, offset = 0
-        for (batch, slot) in batches {
+        for (batch, _, slot) in batches {
             let start = position
             while position < added.count, report.addedIndices[position] < offset + batch.count { position += 1 }
             offset += batch.count

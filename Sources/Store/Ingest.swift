@@ -23,7 +23,10 @@ extension Store {
     /// Stores verified records in one transaction and applies each new one to the tree.
     /// Records stamped further ahead of `nowMillis` than the clock's drift bound are refused for
     /// now (reconciliation offers them again later), so no wrong clock can make a write win forever.
-    public func ingest(_ records: [Record], nowMillis: UInt64) throws -> IngestReport {
+    /// `opened`, when given, holds one entry per record: a sealed write opened already off the
+    /// queue (`SealedWriteKeys.open`), used when the membership then gives the same key.
+    public func ingest(_ records: [Record], opened: [OpenedSealedWrite?]? = nil, nowMillis: UInt64) throws -> IngestReport {
+        precondition(opened == nil || opened!.count == records.count, "one opened entry per record")
         var report = IngestReport()
         try transaction {
             var newest = clock.last
@@ -33,7 +36,7 @@ extension Store {
                     continue
                 }
                 if let seq = try insert(record) {
-                    try apply(record, seq: seq)
+                    try apply(record, seq: seq, opened: opened?[index])
                     report.added += 1
                     report.addedIndices.append(index)
                     report.addedSequences.append(seq)
@@ -66,7 +69,7 @@ extension Store {
 
     /// Applies every pair of a newly stored record, stored as arrival number `seq`, under the
     /// write rules.
-    func apply(_ record: Record, seq: Int64) throws {
+    func apply(_ record: Record, seq: Int64, opened: OpenedSealedWrite? = nil) throws {
         switch record.body {
         case let .manifest(manifest):
             try blobs.addManifest(manifest, id: record.id)
@@ -74,7 +77,7 @@ extension Store {
             try blobs.applyFile(entry, author: record.author, order: record.order.key)
         case .groupKey, .sealedWrite, .leave:
             // Stored and relayed by every node; shown only by members (Private, §11).
-            try applyPrivate(record, seq: seq)
+            try applyPrivate(record, seq: seq, opened: opened)
         case let .write(pairs):
             var fold = PairFold(record: record, seq: seq)
             // Worked out once per record, and only when a protected zone needs them.

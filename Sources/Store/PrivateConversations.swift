@@ -83,7 +83,9 @@ extension Store {
     /// their membership changes: key records of any other (made by anyone, for anyone) cost one
     /// trial of their sealed keys, under their author's budget (`KeyTrialQueue`), and nothing
     /// more, and leaves there cost nothing.
-    func applyPrivate(_ record: Record, seq: Int64) throws {
+    ///
+    /// `opened` is the write opened already off the queue, if it was (`SealedWriteKeys`).
+    func applyPrivate(_ record: Record, seq: Int64, opened: OpenedSealedWrite? = nil) throws {
         guard let conversation = record.privateConversationID else { return }
         if case let .sealedWrite(body) = record.body { try Store.indexSealedWrite(record, body, seq: seq, in: db) }
         try Store.indexControlRecord(record, seq: seq, in: db)
@@ -95,7 +97,7 @@ extension Store {
         }
         switch record.body {
         case let .sealedWrite(body):
-            try applySealed(record, body, seq: seq, membership: try membership(of: body.conversation))
+            try applySealed(record, body, seq: seq, membership: try membership(of: body.conversation), opened: opened)
         case let .groupKey(body):
             guard ConversationID.mayKey(body, author: record.author) else { return }  // counts for nothing
             // A key record later in write order than one of the same author and number seen
@@ -175,11 +177,20 @@ extension Store {
         return Array(keys.values) + Array(leaves.values)
     }
 
-    /// Applies the pairs of a sealed write if this node may read it and they count.
-    func applySealed(_ record: Record, _ body: SealedWriteBody, seq: Int64, membership: Membership) throws {
+    /// Applies the pairs of a sealed write if this node may read it and they count. A write
+    /// opened ahead (`opened`) under the very key the membership gives its epoch is not opened
+    /// again: opening is pure, so the same key gives the same pairs, or the same failure.
+    func applySealed(_ record: Record, _ body: SealedWriteBody, seq: Int64, membership: Membership,
+                     opened ahead: OpenedSealedWrite? = nil) throws {
         guard membership.admits(author: record.author, order: record.order, epoch: body.epoch),
-              let key = membership.key(of: body.epoch),
-              let opened = try? KeySchedule.openWriteAndValueBytes(body, key: key, author: record.author) else { return }
+              let key = membership.key(of: body.epoch) else { return }
+        let opened: (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>])?
+        if let ahead, ahead.key === key {
+            opened = ahead.pairs
+        } else {
+            opened = try? KeySchedule.openWriteAndValueBytes(body, key: key, author: record.author)
+        }
+        guard let opened else { return }
         try applyPairs(opened.pairs, encodings: opened.valueBytes, of: record, seq: seq)
     }
 
@@ -222,7 +233,7 @@ extension Store {
     /// sealed write that counts (applying one twice changes nothing).
     func materializePrivate(_ conversation: String) throws {
         let membership = try membership(of: conversation)
-        for (seq, write, body) in try sealedWrites(of: conversation) {
+        for (seq, write, body) in try sealedWrites(of: conversation, openedIn: membership) {
             try applySealed(write, body, seq: seq, membership: membership)
         }
         try writeMembership(conversation, membership)
@@ -285,61 +296,88 @@ extension Store {
         return key
     }
 
-    /// Every sealed write of `conversation`, with its arrival number, in arrival order.
-    func sealedWrites(of conversation: String) throws -> [(Int64, Record, SealedWriteBody)] {
-        var found = [(Int64, Record, SealedWriteBody)]()
-        try indexedSealedWrites(of: conversation) { found.append(($0, $1, $2)) }
-        return found
+    /// The sealed writes of `conversation` that can count (those sealed in an epoch
+    /// `membership` opens: no other is ever admitted), with their arrival numbers, in arrival order.
+    func sealedWrites(of conversation: String, openedIn membership: Membership) throws -> [(Int64, Record, SealedWriteBody)] {
+        var found = [Int64: (Record, SealedWriteBody)]()
+        for epoch in membership.opened.keys {
+            try indexedSealedWrites(of: conversation, epoch: epoch) { found[$0] = ($1, $2) }
+        }
+        return found.keys.sorted().map { ($0, found[$0]!.0, found[$0]!.1) }
     }
 
     /// The sealed writes of `conversation` that `change` may judge differently, in arrival order.
     func sealedWrites(of conversation: String, changing change: MembershipChange) throws -> [(Int64, Record, SealedWriteBody)] {
         var found = [Int64: (Record, SealedWriteBody)]()
         for epoch in change.epochs {
-            try indexedSealedWrites(of: conversation, "AND sealed_writes.epoch = ?", [.blob(epoch.bytes)]) { found[$0] = ($1, $2) }
+            try indexedSealedWrites(of: conversation, epoch: epoch) { found[$0] = ($1, $2) }
         }
         for epoch in change.sharedEpochs {
             for span in change.spans {
-                try indexedSealedWrites(
-                    of: conversation, "AND sealed_writes.epoch = ? AND sealed_writes.author = ? AND sealed_writes.clock BETWEEN ? AND ?",
-                    [.blob(epoch.bytes), .blob(span.author.bytes),
-                     .integer(Store.indexClock(span.clocks.lowerBound)), .integer(Store.indexClock(span.clocks.upperBound))]) { found[$0] = ($1, $2) }
+                try indexedSealedWrites(of: conversation, epoch: epoch, author: span.author, clocks: span.clocks) { found[$0] = ($1, $2) }
             }
         }
         return found.keys.sorted().map { ($0, found[$0]!.0, found[$0]!.1) }
     }
 
-    /// The sealed writes of `conversation` the index finds under `condition` (more terms on
-    /// `sealed_writes`, with their `values`), decoded, in arrival order.
-    private func indexedSealedWrites(of conversation: String, _ condition: String = "", _ values: [SQLValue] = [],
+    /// The sealed writes of `conversation` sealed in `epoch` (by `author`, with a clock in
+    /// `clocks`, when given), decoded. The index keys only 8 bytes of the epoch and of the
+    /// author, so what it finds is checked against the decoded record: a write crafted to share
+    /// a prefix with another conversation's epoch costs a decode and is left out.
+    private func indexedSealedWrites(of conversation: String, epoch: Digest32, author: PublicKey? = nil, clocks: ClosedRange<UInt64>? = nil,
                                      _ each: (Int64, Record, SealedWriteBody) -> Void) throws {
+        var condition = "sealed_writes.epoch = ?"
+        var values: [SQLValue] = [.integer(Store.indexPrefix(epoch.bytes))]
+        if let author {
+            condition += " AND sealed_writes.author = ?"
+            values.append(.integer(Store.indexPrefix(author.bytes)))
+        }
+        if let clocks {
+            condition += " AND sealed_writes.clock BETWEEN ? AND ?"
+            values += [.integer(Store.indexClock(clocks.lowerBound)), .integer(Store.indexClock(clocks.upperBound))]
+        }
         try db.query("""
             SELECT records.seq, records.bytes FROM sealed_writes JOIN records ON records.seq = sealed_writes.seq
-            WHERE sealed_writes.conversation = ? \(condition) ORDER BY records.seq
-            """, [.text(conversation)] + values) { row in
-            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
+            WHERE \(condition)
+            """, values) { row in
+            guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body,
+                  body.conversation == conversation, body.epoch == epoch, author == nil || record.author == author,
+                  clocks.map({ $0.contains(record.clock) }) ?? true else { return }
             each(row.int64(0), record, body)
         }
     }
 
     /// The index of sealed writes: every node keeps it (a node may be given a key later), in
     /// the order a membership change asks (`sealedWrites(of:changing:)`): by epoch, then by
-    /// author and clock.
+    /// author and clock. An epoch and an author are kept as their first 8 bytes (what is found
+    /// is checked against the record), and no conversation (an epoch's key record names it):
+    /// a row takes some 35 bytes of its page instead of some 105, written for every sealed write a node stores.
     static let sealedWritesSchema = """
         CREATE TABLE IF NOT EXISTS sealed_writes (
-            conversation TEXT NOT NULL,
-            epoch BLOB NOT NULL,
-            author BLOB NOT NULL,
+            epoch INTEGER NOT NULL,
+            author INTEGER NOT NULL,
             clock INTEGER NOT NULL,
             seq INTEGER NOT NULL,
-            PRIMARY KEY (conversation, epoch, author, clock, seq)
+            PRIMARY KEY (epoch, author, clock, seq)
         ) STRICT, WITHOUT ROWID;
         """
 
     /// Adds a stored sealed write to the index (adding it twice changes nothing).
     static func indexSealedWrite(_ record: Record, _ body: SealedWriteBody, seq: Int64, in db: Connection) throws {
-        try db.run("INSERT OR IGNORE INTO sealed_writes(conversation, epoch, author, clock, seq) VALUES (?, ?, ?, ?, ?)",
-                   [.text(body.conversation), .blob(body.epoch.bytes), .blob(record.author.bytes), .integer(indexClock(record.clock)), .integer(seq)])
+        let statement = try db.cachedStatement("INSERT OR IGNORE INTO sealed_writes(epoch, author, clock, seq) VALUES (?, ?, ?, ?)")
+        defer { statement.reset(); statement.clearBindings() }
+        try statement.bind(.integer(indexPrefix(body.epoch.bytes)), at: 1)
+        try statement.bind(.integer(indexPrefix(record.author.bytes)), at: 2)
+        try statement.bind(.integer(indexClock(record.clock)), at: 3)
+        try statement.bind(.integer(seq), at: 4)
+        while try statement.step() {}
+    }
+
+    /// The first 8 bytes of a hash or key, as the index keeps them.
+    static func indexPrefix(_ bytes: [UInt8]) -> Int64 {
+        var value: UInt64 = 0
+        for byte in bytes.prefix(8) { value = value << 8 | UInt64(byte) }
+        return Int64(bitPattern: value)
     }
 
     /// A clock as the index keeps it: SQLite integers are signed, and clocks past 2^63 (which

@@ -32,7 +32,7 @@ import Wire
 ///   `value` instead (`ZoneStore.valueColumns`), and each message list has its key ordering.
 /// - `pending_large_writes` (migration 11): large writes whose content is not all here yet.
 /// - `sealed_file_keys` (migration 12): keys of sealed files named by private messages.
-/// - `sealed_writes` (migration 13): the sealed writes of each private conversation by epoch,
+/// - `sealed_writes` (migration 13, keyed shorter by migration 16): the sealed writes by epoch,
 ///   author and clock, see `Store.indexSealedWrite`.
 /// - `private_control` (migration 15): the key and leave records of each private conversation,
 ///   and whether this node's device key opens each key record (`Store.privateControlSchema`).
@@ -205,7 +205,12 @@ enum Schema {
         // Sealed writes by conversation, epoch, author and clock (`Store.indexSealedWrite`), so
         // that a membership change judges again only the writes it can change instead of
         // decoding every sealed write of every conversation.
-        Migration(version: 13, name: "sealed writes by conversation") { db in try indexSealedWrites(db) },
+        Migration(version: 13, name: "sealed writes by conversation") { db in
+            try indexSealedWrites(db, schema: migration13SealedWrites) { record, body, seq in
+                try db.run("INSERT OR IGNORE INTO sealed_writes(conversation, epoch, author, clock, seq) VALUES (?, ?, ?, ?, ?)",
+                           [.text(body.conversation), .blob(body.epoch.bytes), .blob(record.author.bytes), .integer(Store.indexClock(record.clock)), .integer(seq)])
+            }
+        },
         // Long strings of the open zone kept out of the WITHOUT ROWID `leaves` (see `LeafValue`):
         // a `leaves` row of kind 4 names its `leaf_values` row, which goes with it (on a delete,
         // and on an INSERT OR REPLACE, which fires no delete trigger). Strings already stored
@@ -214,6 +219,15 @@ enum Schema {
         // Key and leave records by conversation (`Store.privateControlSchema`), so resolving one
         // conversation's membership reads its own records instead of scanning every record.
         Migration(version: 15, name: "key and leave records by conversation") { db in try indexControlRecords(db) },
+        // The index of sealed writes keyed by 8 bytes of the epoch and of the author, without the
+        // conversation (`Store.sealedWritesSchema`): written for every sealed write stored, its
+        // rows shrink from some 105 bytes to some 35. Filled again from the records.
+        Migration(version: 16, name: "sealed writes indexed by shorter keys") { db in
+            try db.execute("DROP TABLE IF EXISTS sealed_writes")
+            try indexSealedWrites(db, schema: Store.sealedWritesSchema) { record, body, seq in
+                try Store.indexSealedWrite(record, body, seq: seq, in: db)
+            }
+        },
     ]
 
     /// The version the migrations bring a store to.
@@ -232,17 +246,29 @@ enum Schema {
         }
     }
 
-    /// Migration 13: the index of sealed writes, filled from the records already held (every
-    /// node keeps it, member or not: a node may be given a key later). Like migration 12 it
-    /// finds the table in place on a store whose version was set back by hand, and fills it
-    /// again without duplicates.
-    static func indexSealedWrites(_ db: Connection) throws {
-        try db.execute(Store.sealedWritesSchema)
+    /// Migrations 13 and 16: the index of sealed writes (created by `schema`), filled from the
+    /// records already held by `index` (every node keeps it, member or not: a node may be given
+    /// a key later). Like migration 12 it finds the table in place on a store whose version was
+    /// set back by hand, and fills it again without duplicates.
+    static func indexSealedWrites(_ db: Connection, schema: String, index: (Record, SealedWriteBody, Int64) throws -> Void) throws {
+        try db.execute(schema)
         try db.query("SELECT seq, bytes FROM records WHERE kind = ?", [.integer(Int64(RecordKind.sealedWrite.rawValue))]) { row in
             guard let record = try? Record.decode(row.blob(1), verify: false), case let .sealedWrite(body) = record.body else { return }
-            try Store.indexSealedWrite(record, body, seq: row.int64(0), in: db)
+            try index(record, body, row.int64(0))
         }
     }
+
+    /// The index as migration 13 made it (migration 16 replaces it).
+    static let migration13SealedWrites = """
+        CREATE TABLE IF NOT EXISTS sealed_writes (
+            conversation TEXT NOT NULL,
+            epoch BLOB NOT NULL,
+            author BLOB NOT NULL,
+            clock INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (conversation, epoch, author, clock, seq)
+        ) STRICT, WITHOUT ROWID;
+        """
 
     /// Migration 14: creates `leaf_values` and its triggers, then moves every string leaf longer
     /// than `LeafValue.outOfLineBytes` there, a slice of paths at a time.

@@ -52,6 +52,8 @@ public final class Store {
     /// The epoch key each key record's sealed keys give this node's device (nil: none of them
     /// is for it), by record id: tried once per record, whatever the number of resolutions.
     var boxKeys: [Digest32: EpochKey?] = [:]
+    /// The last `sealedWriteKeys()` and the `membershipGeneration` it was worked out at.
+    var sealedKeysCache: (generation: Int, keys: SealedWriteKeys)?
     /// How many sealed writes the last membership change judged again (tests look at it).
     var judgedOnMembershipChange = 0
 

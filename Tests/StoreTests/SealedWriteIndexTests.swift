@@ -7,8 +7,9 @@ import Wire
 @testable import Store
 import TestSupport
 
-/// The index of sealed writes by conversation, epoch, author and clock (migration 13): a
-/// membership change judges again only the writes it can change, not every sealed write.
+/// The index of sealed writes by epoch, author and clock (migration 13, keyed by 8-byte prefixes
+/// since migration 16): a membership change judges again only the writes it can change, not
+/// every sealed write.
 @Suite("Sealed writes indexed for membership changes")
 struct SealedWriteIndexTests {
     let alice = testAuthors[0], bob = testAuthors[1], carol = testAuthors[2], dave = try! PrivateKey(seedBytes: [UInt8](repeating: 0x44, count: 32))
@@ -90,5 +91,67 @@ struct SealedWriteIndexTests {
         try ingest(store, [e2])
         #expect(store.judgedOnMembershipChange == 20)
         #expect(try shown(store, script) == 70)
+    }
+
+    @Test("migration 16 keys the index of a store of migration 14 by prefixes, and it still finds every write")
+    func migrationShortensKeys() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-sealed-index-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("store.sqlite").path
+        let script = GroupScript(creator: alice)
+        let (e1, k1) = try script.keyRecord(epoch: 1, members: [alice, bob, carol], clock: 1 << 16)
+        let writes = try (0..<40).map { try script.message($0, by: $0 % 2 == 0 ? alice : carol, epoch: e1, key: k1, clock: UInt64(10 + $0) << 16) }
+        do {
+            let store = try Store(path: path)
+            try store.usePrivateKeys(of: bob)
+            try ingest(store, writes)
+            // As a store of migration 14 had it: the index of migration 13, full.
+            try store.db.execute("DROP TABLE sealed_writes; PRAGMA user_version = 12;")
+            try store.db.execute(Schema.migration13SealedWrites)
+            try store.db.execute("PRAGMA user_version = 14;")
+        }
+        let store = try Store(path: path)
+        try store.usePrivateKeys(of: bob)
+        #expect(try store.db.userVersion == Schema.latestVersion)
+        let columns = try store.db.all("SELECT name FROM pragma_table_info('sealed_writes')") { $0.text(0) }
+        #expect(columns == ["epoch", "author", "clock", "seq"])
+        #expect(try store.db.scalarInt("SELECT count(*) FROM sealed_writes") == 40)
+        #expect(try shown(store, script) == 0)
+        // The key arrives after its writes: the index finds all of them by the epoch's prefix.
+        try ingest(store, [e1])
+        #expect(store.judgedOnMembershipChange == 40)
+        #expect(try shown(store, script) == 40)
+        // Carol leaves: only her later writes are judged again, found by epoch, author and clock.
+        try ingest(store, [try script.leave(by: carol, clock: 30 << 16)])
+        #expect(store.judgedOnMembershipChange == 10)
+        #expect(try shown(store, script) == 30)
+    }
+
+    @Test("a write naming another conversation under an epoch's id and key is found by the index and shows nowhere")
+    func otherConversationUnderAnEpoch() throws {
+        let script = GroupScript(creator: alice)
+        let other = GroupScript(creator: carol)
+        let (e1, k1) = try script.keyRecord(epoch: 1, members: [alice, bob, carol], clock: 1 << 16)
+        let (o1, _) = try other.keyRecord(epoch: 1, members: [carol, bob], clock: 1 << 16)
+        // Carol, a member of both, seals a write into the other conversation under the first
+        // one's epoch and key: the index (which keeps no conversation) finds it under that epoch.
+        let path = try Path(segments: ["conversations", other.conversation, "messages", MessageKey.bind("-m000000000000000001", to: carol.publicKey.userID)])
+        let body = try KeySchedule.sealWrite([WritePair(path: path, value: .object(["text": "smuggled"]))], conversation: other.conversation,
+                                             epoch: e1.id, key: k1, author: carol.publicKey)
+        let smuggled = try Record.make(body: .sealedWrite(body), clock: 5 << 16, signer: carol)
+        let fair = try script.message(1, by: carol, epoch: e1, key: k1, clock: 6 << 16)
+        let store = try Store(path: ":memory:")
+        try store.usePrivateKeys(of: bob)
+        try ingest(store, [o1, smuggled, fair])
+        try ingest(store, [e1])
+        #expect(store.judgedOnMembershipChange == 1)  // the fair one; the smuggled one is left out
+        #expect(try shown(store, script) == 1)
+        #expect(try shown(store, other) == 0)
+        // Folded again whole (keys given again under another identity and back): still nowhere.
+        try store.usePrivateKeys(of: carol)
+        try store.usePrivateKeys(of: bob)
+        #expect(try shown(store, script) == 1)
+        #expect(try shown(store, other) == 0)
     }
 }
