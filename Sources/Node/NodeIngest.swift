@@ -220,9 +220,9 @@ extension Node {
     }
 
     /// Whether the record is held: the record set's answer, confirmed by the store when it is
-    /// "maybe" (`RecordSet.mayContain`).
+    /// "maybe" (`RecordSet.clocks(of:)`), one index probe per clock it names (nearly always one).
     func holds(_ id: Digest32) -> Bool {
-        recordSet.mayContain(id) && ((try? store.hasRecord(id)) ?? false)
+        recordSet.clocks(of: id).contains { (try? store.hasRecord(id, clock: $0)) ?? false }
     }
 
     func pickUpLocalWrites() {

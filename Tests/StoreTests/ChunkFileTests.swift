@@ -60,7 +60,7 @@ struct ChunkFileTests {
         let chunks = (0..<5).map { ImageFixtures.noise(Store.chunkSize - $0, seed: UInt64($0)) }
         try oldStore(at: path, chunks: chunks)
         let store = try Store(path: path)
-        #expect(try store.db.userVersion == 14)
+        #expect(try store.db.userVersion == 15)
         #expect(try store.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'chunks'") == 0)
         for bytes in chunks {
             #expect(try store.chunk(BLAKE2b.digest256(bytes)) == bytes)

@@ -141,7 +141,7 @@ struct LongLeafTests {
             #expect(try store.db.scalarInt("SELECT count(*) FROM leaves WHERE kind = 3 AND length(value) = 3000") == 1)
         }
         let store = try Store(path: path)
-        #expect(try store.db.userVersion == 14)
+        #expect(try store.db.userVersion == 15)
         #expect(try outOfLine(store) == 1)
         #expect(try store.db.scalarInt("SELECT count(*) FROM leaves WHERE kind = 4") == 1)
         #expect(try store.value(at: try Path("/m")) == ["long": .string(text), "short": "s"])

@@ -42,7 +42,7 @@ struct StoreOnceMigrationTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try migratedStore(in: directory)
-        #expect(try store.db.userVersion == 14)  // and the migrations after it
+        #expect(try store.db.userVersion == 15)  // and the migrations after it
         #expect(try store.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'zone_pairs'") == 0)
         let zoneColumns = try store.db.all("SELECT name FROM pragma_table_info('zones')") { $0.text(0) }
         #expect(zoneColumns == ["zone", "owner", "first_seq", "last_seq", "value"])

@@ -52,7 +52,7 @@ struct ValuesInRecordsTests {
         }
 
         let store = try Store(path: path)
-        #expect(try store.db.userVersion == 14)
+        #expect(try store.db.userVersion == 15)
         // Messages written once now keep their value in their record only; an edited one keeps it whole.
         let marked = try #require(try store.db.scalarInt("SELECT count(*) FROM zones WHERE length(value) = 0"))
         #expect(marked >= 3)
