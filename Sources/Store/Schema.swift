@@ -37,7 +37,8 @@ import Wire
 /// - `leaf_values` (migration 14): strings of the open zone longer than `LeafValue.outOfLineBytes`,
 ///   named by their `leaves` row (kind 4) by id.
 /// - Migration 15: `records` is indexed by (clock, id) (`records_by_key`) instead of (id, clock),
-///   and by id only for key records (`key_records_by_id`), see `recordsByKey`.
+///   and by id only for key records (`key_records_by_id`); `files` by manifest
+///   (`files_by_manifest`), see `recordsByKey`.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -211,7 +212,7 @@ enum Schema {
         // and on an INSERT OR REPLACE, which fires no delete trigger). Strings already stored
         // move out here.
         Migration(version: 14, name: "long leaf values kept out of line") { db in try longLeavesOutOfLine(db) },
-        Migration(version: 15, name: "records indexed by clock then id") { db in try recordsByKey(db) },
+        Migration(version: 15, name: "records indexed by clock then id, files by manifest") { db in try recordsByKey(db) },
     ]
 
     /// Migration 13: the index of sealed writes, filled from the records already held (every
@@ -377,11 +378,17 @@ enum Schema {
     /// a sealed live value names is held (`Store.openLive`), has a small index of its own, of key
     /// records only. The index still covers (clock, id) and the arrival number, so the record set
     /// is loaded from the index alone, now already in order.
+    ///
+    /// `files` gets an index by manifest: each manifest stored looked for the files naming it
+    /// (`BlobStore.addManifest`, `Store.filePaths(touchedBy:)`) by reading the whole table, so
+    /// a cold sync of a year with twenty thousand photos spent most of its storing time there
+    /// by the end.
     static func recordsByKey(_ db: Connection) throws {
         try db.execute("""
             DROP INDEX IF EXISTS records_by_id;
             CREATE UNIQUE INDEX IF NOT EXISTS records_by_key ON records(clock, id);
             CREATE INDEX IF NOT EXISTS key_records_by_id ON records(id) WHERE kind = \(RecordKind.groupKey.rawValue);
+            CREATE INDEX IF NOT EXISTS files_by_manifest ON files(manifest) WHERE manifest IS NOT NULL;
             """)
     }
 }

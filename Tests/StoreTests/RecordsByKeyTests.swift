@@ -9,7 +9,8 @@ import TestSupport
 
 /// `records` indexed by (clock, id) (migration 15): a record is found by its clock and id in one
 /// index probe and not by a wrong clock, a duplicate is still one lookup, key records are found
-/// by id alone, and a store indexed by id is moved over with nothing lost.
+/// by id alone, files by manifest without reading the table, and a store indexed by id is moved
+/// over with nothing lost.
 @Suite("Records by clock and id")
 struct RecordsByKeyTests {
     let alice = testAuthors[0]
@@ -57,6 +58,11 @@ struct RecordsByKeyTests {
         let keyRecord = try plan(store.db, "SELECT 1 FROM records WHERE id = ? AND kind = \(RecordKind.groupKey.rawValue)", [id])
         #expect(keyRecord.count == 1 && keyRecord[0].contains("key_records_by_id"), "\(keyRecord)")
         #expect(try !store.hasKeyRecord(try Digest32(bytes: [UInt8](repeating: 1, count: 32))))
+        // Each manifest stored looks for the files naming it.
+        for sql in ["SELECT path FROM files WHERE manifest = ?", "INSERT OR IGNORE INTO file_refs(path) SELECT path FROM files WHERE manifest = ?"] {
+            let steps = try plan(store.db, sql, [id])
+            #expect(steps.contains { $0.contains("files_by_manifest") } && !steps.contains { $0.hasPrefix("SCAN") }, "\(steps)")
+        }
     }
 
     @Test("a store indexed by id (version 14) is moved to the index by (clock, id), nothing lost")
