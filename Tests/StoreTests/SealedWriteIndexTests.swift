@@ -86,7 +86,7 @@ struct SealedWriteIndexTests {
         let store = try Store(path: path)
         try store.usePrivateKeys(of: bob)
         #expect(try store.db.scalarInt("SELECT count(*) FROM sealed_writes") == 70)
-        #expect(try store.db.scalarInt("PRAGMA user_version") == 14)
+        #expect(try store.db.scalarInt("PRAGMA user_version") == 15)
         try ingest(store, [e2])
         #expect(store.judgedOnMembershipChange == 20)
         #expect(try shown(store, script) == 70)
