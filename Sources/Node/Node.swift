@@ -30,7 +30,9 @@ public final class Node: @unchecked Sendable {
     /// Every record's (clock, id) for reconciliation, loaded beside the queue as the node starts
     /// and waited for by the first use.
     var recordSet: RecordSet {
-        get { takeRecordSet(); return loadedRecordSet! }
+        // Read in place (a borrow) rather than returned as a copy: `holds` asks it once per
+        // incoming record, and a copy retains and releases each of its buffers.
+        _read { takeRecordSet(); yield loadedRecordSet! }
         _modify { takeRecordSet(); yield &loadedRecordSet! }
     }
     /// Arrival number of the newest record this node has handled (others may be written by the

@@ -36,11 +36,14 @@ extension Node {
                 slots.value[i] = record
             }
         }
-        var records = [Record]()
-        records.reserveCapacity(encodings.count)
-        for record in results {
-            guard let record else { return nil }
-            records.append(record)
+        guard !results.contains(where: { $0 == nil }) else { return nil }
+        // Moved out, each slot left nil, rather than copied and the slots destroyed after: a
+        // record holds a dozen references, each retained for the copy and released again.
+        let records = [Record](unsafeUninitializedCapacity: results.count) { buffer, initialized in
+            for i in results.indices {
+                buffer.initializeElement(at: i, to: results[i].take()!)
+            }
+            initialized = results.count
         }
         return (records, openings.contains { $0 != nil } ? Array(openings) : nil)
     }
@@ -254,9 +257,9 @@ extension Node {
     }
 
     /// Whether the record is held: the record set's answer, confirmed by the store when it is
-    /// "maybe" (`RecordSet.mayContain`).
+    /// "maybe" (`RecordSet.clocks(of:)`), one index probe per clock it names (nearly always one).
     func holds(_ id: Digest32) -> Bool {
-        recordSet.mayContain(id) && ((try? store.hasRecord(id)) ?? false)
+        recordSet.clocks(of: id).contains { (try? store.hasRecord(id, clock: $0)) ?? false }
     }
 
     func pickUpLocalWrites() {

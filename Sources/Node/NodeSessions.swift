@@ -252,8 +252,10 @@ struct StoreSource: RecordSource {
 
     func reconciliationItems() -> NegentropySortedItems { node.recordSet.sortedItems() }
 
+    /// Read by (clock, id), the clock from the record set: the store's index leads with it.
     func records(_ ids: [Digest32]) -> [[UInt8]] {
-        (try? node.store.records(withIDs: ids)) ?? []
+        let set = node.recordSet
+        return (try? node.store.records(withKeys: ids.flatMap { id in set.clocks(of: id).map { (clock: $0, id: id) } })) ?? []
     }
 
     func summary() -> (count: UInt64, fingerprint: [UInt8]) {

@@ -6,14 +6,18 @@ import Sync
 /// on demand (`NegentropyGrowingSet`), and the whole-set fingerprint kept up to date as records
 /// arrive (the sum of ids changes by one addition per record), so beacons cost nothing to fill.
 ///
-/// Memory is what bounds it (about 56 bytes a record: 40 for the item, 16 for the id prefix in
-/// a hash set), so it keeps no full ids for lookups. `mayContain` answers from the first 8 bytes
-/// of an id: "no" is certain, "yes" is confirmed against the store by the caller
-/// (`Node.holds`), since two records may share a prefix (a member can make such a pair with
-/// some 2^32 signatures).
+/// Memory is what bounds it (about 72 bytes a record: 40 for the item, 32 for the id prefix and
+/// clock in a hash table), so it keeps no full ids for lookups. `clocks(of:)` answers from the
+/// first 8 bytes of an id with the clocks of the records sharing them: none is certain, any is
+/// confirmed against the store by the caller (`Node.holds`), since two records may share a
+/// prefix (a member can make such a pair with some 2^32 signatures). The clock is what the
+/// store's index leads with (migration 17), so a lookup by id is one probe there.
 struct RecordSet {
     private var items = NegentropyGrowingSet()
-    private var prefixes = Set<UInt64>()
+    /// The clock of the first record added with each id prefix.
+    private var clocksByPrefix = [UInt64: UInt64]()
+    /// The clocks of further records sharing a prefix with an earlier one (rare: made on purpose).
+    private var moreClocks = [UInt64: [UInt64]]()
     private var running = NegentropyRunningFingerprint()
 
     var count: Int { items.count }
@@ -27,17 +31,28 @@ struct RecordSet {
     init(reader: RecordKeyReader, through sequence: Int64) throws {
         let expected = Int(min(max(sequence, 0), 1 << 24))
         items.reserveCapacity(expected)
-        prefixes.reserveCapacity(expected)
+        clocksByPrefix.reserveCapacity(expected)
         try reader.forEachRecordKey(through: sequence) { clock, id in
             guard items.append(timestamp: clock, id: id) else { return }
-            prefixes.insert(RecordSet.prefix(id))
+            note(clock: clock, prefix: RecordSet.prefix(id))
             running.add(id)
         }
     }
 
-    /// Whether a record with this id may be held; false is certain.
-    func mayContain(_ id: Digest32) -> Bool {
-        id.bytes.withUnsafeBytes { prefixes.contains(RecordSet.prefix($0)) }
+    /// The clocks of the records held whose id starts as this one's: empty when the record is
+    /// certainly not held; otherwise the store confirms (clock, id).
+    func clocks(of id: Digest32) -> [UInt64] {
+        let prefix = id.bytes.withUnsafeBytes { RecordSet.prefix($0) }
+        guard let first = clocksByPrefix[prefix] else { return [] }
+        return [first] + (moreClocks[prefix] ?? [])
+    }
+
+    private mutating func note(clock: UInt64, prefix: UInt64) {
+        if let first = clocksByPrefix[prefix] {
+            if first != clock, moreClocks[prefix]?.contains(clock) != true { moreClocks[prefix, default: []].append(clock) }
+        } else {
+            clocksByPrefix[prefix] = clock
+        }
     }
 
     /// Adds a record newly stored (each record once: the caller knows it from the store's
@@ -45,7 +60,7 @@ struct RecordSet {
     mutating func insert(clock: UInt64, id: [UInt8]) {
         id.withUnsafeBytes { raw in
             guard items.append(timestamp: clock, id: raw) else { return }
-            prefixes.insert(RecordSet.prefix(raw))
+            note(clock: clock, prefix: RecordSet.prefix(raw))
             running.add(raw)
         }
     }

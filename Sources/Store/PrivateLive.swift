@@ -42,7 +42,7 @@ extension Store {
     public func openLive(_ sealed: SealedLive) -> LiveOpening {
         guard let membership = try? membership(of: sealed.conversation) else { return .closed("no membership") }
         guard let key = membership.key(of: sealed.epoch) else {
-            if membership.epochs.contains(where: { $0.id == sealed.epoch }) || ((try? hasRecord(sealed.epoch)) ?? false) {
+            if membership.epochs.contains(where: { $0.id == sealed.epoch }) || ((try? hasKeyRecord(sealed.epoch)) ?? false) {
                 return .closed("sealed in an epoch this node does not hold")
             }
             return .epochUnknown

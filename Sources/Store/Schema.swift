@@ -38,6 +38,9 @@ import Wire
 ///   and whether this node's device key opens each key record (`Store.privateControlSchema`).
 /// - `leaf_values` (migration 14): strings of the open zone longer than `LeafValue.outOfLineBytes`,
 ///   named by their `leaves` row (kind 4) by id.
+/// - Migration 17: `records` is indexed by (clock, id) (`records_by_key`) instead of (id, clock),
+///   and by id only for key records (`key_records_by_id`); `files` by manifest
+///   (`files_by_manifest`), see `recordsByKey`.
 /// - `users`, `users_fts`, `users_short`, `users_names` (migrations 2 and 3), `users_grams`
 ///   (migration 4): the users directory, see `UserDirectory`.
 enum Schema {
@@ -228,6 +231,7 @@ enum Schema {
                 try Store.indexSealedWrite(record, body, seq: seq, in: db)
             }
         },
+        Migration(version: 17, name: "records indexed by clock then id, files by manifest") { db in try recordsByKey(db) },
     ]
 
     /// The version the migrations bring a store to.
@@ -403,5 +407,35 @@ enum Schema {
                 CREATE UNIQUE INDEX records_by_id ON records(id, clock);
                 """)
         }
+    }
+
+    /// Migration 17: the unique index of `records` leads with the clock instead of the id.
+    ///
+    /// Why: an id is a hash, so each new record landed at a random place in an index by id, and
+    /// a transaction of a few thousand records dirtied nearly one page of that index per record
+    /// once the index outgrew them (some 14,000 pages at a million records): every commit wrote
+    /// that many pages to the WAL and every checkpoint wrote them again, so a cold sync slowed
+    /// as the store grew. Clocks follow time, and records arrive mostly in clock order (live
+    /// writes are the newest; a cold sync is served in reconciliation order, clock first), so
+    /// new keys land at the index's end and a transaction dirties a few pages of it.
+    ///
+    /// (clock, id) is unique exactly when id is, since the id is the hash of bytes that hold the
+    /// clock. A lookup by id alone gives the clock too: the node's record set knows it (`RecordSet`),
+    /// an incoming record holds it. The one lookup with no clock at hand, whether the key record
+    /// a sealed live value names is held (`Store.openLive`), has a small index of its own, of key
+    /// records only. The index still covers (clock, id) and the arrival number, so the record set
+    /// is loaded from the index alone, now already in order.
+    ///
+    /// `files` gets an index by manifest: each manifest stored looked for the files naming it
+    /// (`BlobStore.addManifest`, `Store.filePaths(touchedBy:)`) by reading the whole table, so
+    /// a cold sync of a year with twenty thousand photos spent most of its storing time there
+    /// by the end.
+    static func recordsByKey(_ db: Connection) throws {
+        try db.execute("""
+            DROP INDEX IF EXISTS records_by_id;
+            CREATE UNIQUE INDEX IF NOT EXISTS records_by_key ON records(clock, id);
+            CREATE INDEX IF NOT EXISTS key_records_by_id ON records(id) WHERE kind = \(RecordKind.groupKey.rawValue);
+            CREATE INDEX IF NOT EXISTS files_by_manifest ON files(manifest) WHERE manifest IS NOT NULL;
+            """)
     }
 }

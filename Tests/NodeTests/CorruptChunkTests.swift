@@ -288,7 +288,11 @@ struct HonestSource: RecordSource, ServedCount {
     func reconciliationItems() -> NegentropySortedItems {
         NegentropySortedItems(((try? store.recordKeys()) ?? []).compactMap { NegentropyItem(timestamp: $0.clock, id: $0.id) })
     }
-    func records(_ ids: [Digest32]) -> [[UInt8]] { (try? store.records(withIDs: ids)) ?? [] }
+    func records(_ ids: [Digest32]) -> [[UInt8]] {
+        var clocks = [[UInt8]: UInt64]()
+        for key in (try? store.recordKeys()) ?? [] { clocks[key.id] = key.clock }
+        return (try? store.records(withKeys: ids.compactMap { id in clocks[id.bytes].map { (clock: $0, id: id) } })) ?? []
+    }
     func summary() -> (count: UInt64, fingerprint: [UInt8]) { (UInt64((try? store.recordCount()) ?? 0), [UInt8](repeating: 0, count: 16)) }
     func chunk(_ hash: Digest32) -> [UInt8]? {
         guard let bytes = try? store.chunk(hash) else { return nil }

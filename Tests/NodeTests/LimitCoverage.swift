@@ -147,7 +147,7 @@ enum LimitCoverage {
         "5 s in the test command",
         "A real 2 MiB tmpfs",
         // "Memory and storage at scale" says where memory goes, with its sizes.
-        "about 56 bytes a record",
+        "about 72 bytes a record",
         "packed in 40 bytes",
         "the first 8 bytes of each id",
         "reads its stream in 1 MiB pieces",
