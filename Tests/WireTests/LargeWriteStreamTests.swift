@@ -1,0 +1,95 @@
+import Testing
+import TestSupport
+import Tree
+@testable import Wire
+
+/// A content read a piece at a time (`LargeWriteContentSource`), as a node reads it from its
+/// chunks, gives exactly what the whole content gives: the same pairs, the same value bytes,
+/// the same refusals, whatever the pieces' sizes.
+@Suite("Large write content read in pieces")
+struct LargeWriteStreamTests {
+    /// `content` handed out in pieces of sizes drawn from `sizes`.
+    static func pieces(_ content: [UInt8], sizes: ClosedRange<Int>, seed: UInt64) -> LargeWriteContentSource {
+        var random = SplitMix64(seed: seed)
+        var offset = 0
+        return LargeWriteContentSource(size: content.count) {
+            guard offset < content.count else { return nil }
+            let size = Int.random(in: sizes, using: &random)
+            defer { offset = min(content.count, offset + size) }
+            return content[offset..<min(content.count, offset + size)]
+        }
+    }
+
+    static func randomValue(_ random: inout SplitMix64, depth: Int) -> JSONValue {
+        switch random.next() % (depth > 3 ? 4 : 6) {
+        case 0: return .number(Double(random.next() % 10_000))
+        case 1: return .bool(random.chance(0.5))
+        case 2: return .string(String(repeating: "é0123456789", count: Int(random.next() % 40)))
+        case 3: return .string("")
+        default:
+            var members = [String: JSONValue]()
+            for i in 0..<Int(1 + random.next() % 6) { members["k\(i)\(random.next() % 100)"] = randomValue(&random, depth: depth + 1) }
+            return .object(members)
+        }
+    }
+
+    static func randomPairs(seed: UInt64, count: Int) -> [WritePair] {
+        var random = SplitMix64(seed: seed)
+        var pairs = [WritePair]()
+        for i in 0..<count {
+            // One value of about 100 KB now and then: a pair longer than many pieces.
+            let value = random.chance(0.02) ? .string(String(repeating: "x", count: 100_000)) : randomValue(&random, depth: 0)
+            pairs.append(WritePair(path: try! Path("/r/\(String(format: "%05d", i))/v\(random.next() % 9)"), value: value))
+        }
+        return pairs
+    }
+
+    @Test("random contents read in pieces of 1 to 70,000 bytes give the pairs and value bytes the whole content gives", arguments: [1, 2, 3, 4])
+    func piecesAsWhole(seed: UInt64) throws {
+        let pairs = Self.randomPairs(seed: seed, count: 400)
+        let content = LargeWriteContent.encode(pairs)
+        var whole = [(WritePair, [UInt8])]()
+        try LargeWriteContent.forEachPair(in: content[...]) { whole.append(($0, Array($1))) }
+        #expect(whole.map(\.0) == LargeWriteContent.canonical(pairs))
+        for sizes in [1...1, 1...64, 4096...4096, 1...70_000] {
+            try LargeWriteContent.validate(reading: Self.pieces(content, sizes: sizes, seed: seed))
+            var read = [(WritePair, [UInt8])]()
+            try LargeWriteContent.forEachPair(reading: Self.pieces(content, sizes: sizes, seed: seed)) { read.append(($0, Array($1))) }
+            #expect(read.count == whole.count)
+            #expect(read.map(\.0) == whole.map(\.0))
+            #expect(read.map(\.1) == whole.map(\.1))
+        }
+    }
+
+    @Test("a damaged content is refused in pieces as it is whole: truncated anywhere, trailing bytes, out of order")
+    func refusalsAlike() throws {
+        let content = LargeWriteContent.encode(Self.randomPairs(seed: 9, count: 60))
+        var damaged: [[UInt8]] = [content + [0], Array(content.prefix(1)), []]
+        for cut in stride(from: 1, to: content.count, by: max(1, content.count / 40)) { damaged.append(Array(content.prefix(cut))) }
+        var swapped = LargeWriteContent.canonical(Self.randomPairs(seed: 9, count: 60))
+        swapped.swapAt(3, 4)
+        damaged.append(RecordCodec.encodeBody(.write(swapped)).encoded())
+        for bytes in damaged {
+            #expect(throws: RecordError.self) { try LargeWriteContent.validate(bytes[...]) }
+            for sizes in [1...1, 1...300] {
+                #expect(throws: RecordError.self) { try LargeWriteContent.validate(reading: Self.pieces(bytes, sizes: sizes, seed: 1)) }
+            }
+        }
+    }
+
+    /// An error of the source (a disk that fails) is not taken for an invalid content, which
+    /// would void the write for good.
+    struct DiskFailed: Error {}
+
+    @Test("a source that fails is told as its own error, not as an invalid content")
+    func sourceFailure() throws {
+        let content = LargeWriteContent.encode(Self.randomPairs(seed: 5, count: 50))
+        var given = false
+        let failing = LargeWriteContentSource(size: content.count) {
+            if given { throw DiskFailed() }
+            given = true
+            return content.prefix(content.count / 2)
+        }
+        #expect(throws: DiskFailed.self) { try LargeWriteContent.validate(reading: failing) }
+    }
+}
