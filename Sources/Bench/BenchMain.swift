@@ -13,6 +13,7 @@ public enum BenchMain {
         "scale": ScaleBenchmark.run,
         "live": LiveBenchmark.run,
         "private": PrivateBenchmark.run,
+        "largewrites": LargeWriteBenchmark.run,
     ]
 
     public static func run() {

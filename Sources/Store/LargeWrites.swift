@@ -42,12 +42,14 @@ extension Store {
     /// from its chunks once more.
     func foldLargeWrite(_ record: Record, _ write: LargeWrite, seq: Int64) throws {
         var scope = LargeWriteScope()
-        var fold = PairFold(record: record, seq: seq)
-        try LargeWriteContent.forEachPair(reading: largeWriteSource(write, hash: nil)) { pair, encoded in
-            scope.add(pair.path)
-            try fold.apply(pair, in: self) { encoded }
+        try withPageCache(kib: largeWriteCacheKiB) {
+            var fold = PairFold(record: record, seq: seq)
+            try LargeWriteContent.forEachPair(reading: largeWriteSource(write, hash: nil)) { pair, encoded in
+                scope.add(pair.path)
+                try fold.apply(pair, in: self) { encoded }
+            }
+            try fold.finish(in: self)
         }
-        try fold.finish(in: self)
         noteLargeWriteScope(record.id, scope)
     }
 
@@ -186,16 +188,10 @@ extension Store {
         return record
     }
 
-    /// Runs `body`, which folds a large write's content of `bytes` in one transaction, with a
-    /// page cache that holds what the transaction writes (8 times the content, at least the usual
-    /// 16 MiB, at most 2 GiB), then gives the cache back its usual size, which frees the pages.
-    ///
-    /// Why: a transaction that writes more pages than the cache holds spills them to the WAL
-    /// and reads them back one `pread` at a time as the fold goes on; for a 16 MB update of
-    /// 100,000 children that was most of the time taken.
-    func withPageCache<T>(forContent bytes: Int, _ body: () throws -> T) throws -> T {
-        let kib = min(2 << 20, max(Store.pageCacheKiB, 8 * bytes / 1024))
-        guard kib > Store.pageCacheKiB else { return try body() }
+    /// Runs `body` with a page cache of `kib` KiB (when above the usual), then gives the cache
+    /// back its usual size, which frees the pages. Only for comparisons (`largeWriteCacheKiB`).
+    func withPageCache<T>(kib: Int?, _ body: () throws -> T) throws -> T {
+        guard let kib, kib > Store.pageCacheKiB else { return try body() }
         try db.execute("PRAGMA cache_size = -\(kib)")
         defer { try? db.execute("PRAGMA cache_size = -\(Store.pageCacheKiB)") }
         return try body()
