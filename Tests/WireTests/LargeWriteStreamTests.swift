@@ -92,4 +92,40 @@ struct LargeWriteStreamTests {
         }
         #expect(throws: DiskFailed.self) { try LargeWriteContent.validate(reading: failing) }
     }
+
+    @Test("the reader keeps no more of a content than about twice its largest pair and one piece ahead of the pair it hands out")
+    func boundedReadAhead() throws {
+        let pairs = LargeWriteContent.canonical(Self.randomPairs(seed: 21, count: 3_000))
+        let content = LargeWriteContent.encode(canonical: pairs)
+        let piece = 4096
+        var read = 0
+        var offset = 0
+        let source = LargeWriteContentSource(size: content.count) {
+            guard offset < content.count else { return nil }
+            defer { offset = min(content.count, offset + piece) }
+            read = min(content.count, offset + piece)
+            return content[offset..<read]
+        }
+        // Where each pair ends in the content: the array head, then each pair's own bytes.
+        var consumed = CBORHead.length(ofCount: pairs.count)
+        var largest = 0
+        var worst = 0
+        try LargeWriteContent.forEachPair(reading: source) { pair, value in
+            let length = 1 + CBOR.text(pair.path.storageKey).encoded().count + value.count
+            consumed += length
+            largest = max(largest, length)
+            worst = max(worst, read - consumed)
+        }
+        #expect(consumed == content.count)
+        #expect(largest > 50_000, "some pair spans many pieces")
+        #expect(worst <= 2 * largest + piece, "read \(worst) bytes ahead")
+        #expect(worst < content.count / 4)
+    }
+}
+
+/// The length of a CBOR array head of `count` items in its shortest form.
+enum CBORHead {
+    static func length(ofCount count: Int) -> Int {
+        count < 24 ? 1 : count < 256 ? 2 : count < 65_536 ? 3 : 5
+    }
 }
