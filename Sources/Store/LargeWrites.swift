@@ -25,6 +25,12 @@ enum LargeWriteContentState {
 /// second folds its pairs one at a time. Memory is a chunk, one pair's bytes and value, and
 /// every pair's path (for the check that none is an ancestor of another), not the up to 256 MiB
 /// of content; reading 64 KiB chunks from the pack's map twice costs little next to the fold.
+///
+/// The fold is still one transaction on the store's connection, on the node's queue: a reader
+/// must never see part of a large write, and a fold cut into transactions would show it in
+/// part. It takes the usual page cache: the pairs come sorted by path and the tree's rows are
+/// keyed by path, so they are inserted in key order and a cache as large as the write bought
+/// nothing measurable (BENCHMARKS.md, "Large writes folded by a peer").
 extension Store {
     /// Folds the large write now if its content is held; otherwise notes it as pending.
     func applyLargeWrite(_ record: Record, _ write: LargeWrite, seq: Int64) throws {
@@ -137,7 +143,10 @@ extension Store {
                 try transaction {
                     guard let bytes = try db.first("SELECT bytes FROM records WHERE seq = ?", [.integer(seq)], { $0.blob(0) }),
                           let record = try? Record.decode(bytes, verify: false) else { return }
-                    if try checkLargeWriteContent(write) == .valid {
+                    switch try checkLargeWriteContent(write) {
+                    case .missing: return  // a chunk gone since: still pending
+                    case .void: break
+                    case .valid:
                         try foldLargeWrite(record, write, seq: seq)
                         applied.append(record)
                     }
