@@ -30,16 +30,26 @@ enum LargeWriteBenchmark {
         members = [:]
         let text = JSONValue.string(String((0..<10_000_000).map { Character(Unicode.Scalar(UInt8(0x41 + $0 % 26))) }))
 
-        let cases: [(String, Path, JSONValue, Bool)] = [
+        var cases: [(String, Path, JSONValue, Bool)] = [
             ("update of \(children) children", try Path("/big/children"), update, true),
             ("10 MB string", try Path("/big/text"), text, false),
         ]
+        if options.huge {
+            // The most pairs a content holds, each about 1 KB: near the 256 MiB limit.
+            let kilobyte = String(repeating: "h", count: 990)
+            var huge = [String: JSONValue]()
+            for i in 0..<LargeWrite.maxPairs { huge[String(format: "h%06d", i)] = .string(kilobyte) }
+            cases.append(("update of \(LargeWrite.maxPairs) children of 1 KB", try Path("/huge"), .object(huge), true))
+        }
         var lines = [String]()
         for (name, path, value, isUpdate) in cases {
             let (record, chunks, size) = try written(path, value, isUpdate: isUpdate)
-            let ceiling = isUpdate ? try insertCeiling(rows: 2 * children) : hashCeiling(record, chunks)
+            let rows = size > 64 << 20 ? LargeWrite.maxPairs : 2 * children
+            let ceiling = isUpdate ? try insertCeiling(rows: rows) : hashCeiling(record, chunks)
             var folds = [(String, Fold)]()
-            for (label, kib) in [("usual page cache (16 MiB)", nil as Int?), ("page cache of 8 times the content", 8 * size / 1024)] {
+            let caches: [(String, Int?)] = size > 64 << 20 ? [("usual page cache (16 MiB)", nil)]
+                : [("usual page cache (16 MiB)", nil), ("page cache of 8 times the content", 8 * size / 1024)]
+            for (label, kib) in caches {
                 let fold = try foldOnPeer(record, chunks, path: path, expected: value, cacheKiB: kib)
                 log("\(name), \(label): CPU \(String(format: "%.2f", fold.cpu)) s, peak growth \(fold.peakGrowth >> 20) MiB")
                 folds.append((label, fold))
@@ -49,7 +59,7 @@ enum LargeWriteBenchmark {
             for (label, fold) in folds {
                 lines.append("| \(label) | \(String(format: "%.2f", fold.cpu)) | \(fold.peakGrowth >> 20) MiB | \(String(format: "%.1f", fold.cpu / ceiling)) |")
             }
-            let ceilingText = isUpdate ? "\(2 * children) rows inserted in key order by plain SQLite in one transaction"
+            let ceilingText = isUpdate ? "\(rows) rows inserted in key order by plain SQLite in one transaction"
                 : "BLAKE2b-256 of the content once (the fold hashes it once and reads it twice)"
             lines += ["", "Ceiling: \(ceilingText), \(String(format: "%.3f", ceiling)) s CPU.", ""]
         }
