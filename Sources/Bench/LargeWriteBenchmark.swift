@@ -1,5 +1,6 @@
 import CMemory
 import Crypto
+import Dispatch
 import Foundation
 import SQLite
 import Store
@@ -19,6 +20,33 @@ enum LargeWriteBenchmark {
     struct Fold {
         let cpu: Double
         let peakGrowth: Int
+        /// Growth of anonymous memory (the heap, SQLite's cache), sampled every 5 ms: the peak
+        /// above counts file pages too, such as the chunk pack's map, which the fold reads.
+        let anonGrowth: Int
+    }
+
+    /// The highest RssAnon of this process while `body` runs, sampled on another thread.
+    static func sampledAnonPeak<T>(_ body: () throws -> T) rethrows -> (T, Int) {
+        let peak = AnonPeak()
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            while true {
+                let anon = status("RssAnon")
+                peak.lock.lock()
+                peak.value = max(peak.value, anon)
+                let go = peak.running
+                peak.lock.unlock()
+                if !go { break }
+                usleep(5_000)
+            }
+            done.signal()
+        }
+        let result = try body()
+        peak.lock.lock()
+        peak.running = false
+        peak.lock.unlock()
+        done.wait()
+        return (result, peak.value)
     }
 
     static func run(_ options: BenchOptions) throws -> BenchSection {
@@ -51,13 +79,13 @@ enum LargeWriteBenchmark {
                 : [("usual page cache (16 MiB)", nil), ("page cache of 8 times the content", 8 * size / 1024)]
             for (label, kib) in caches {
                 let fold = try foldOnPeer(record, chunks, path: path, expected: value, cacheKiB: kib)
-                log("\(name), \(label): CPU \(String(format: "%.2f", fold.cpu)) s, peak growth \(fold.peakGrowth >> 20) MiB")
+                log("\(name), \(label): CPU \(String(format: "%.2f", fold.cpu)) s, peak growth \(fold.peakGrowth >> 20) MiB, anonymous \(fold.anonGrowth >> 20) MiB")
                 folds.append((label, fold))
             }
             lines += ["### \(name) (content \(size) bytes, \(chunks.count) chunks), folded by a peer", "",
-                      "| fold | CPU s | resident peak growth during the fold | CPU / ceiling |", "|---|---|---|---|"]
+                      "| fold | CPU s | resident peak growth during the fold (VmHWM) | of which anonymous (RssAnon) | CPU / ceiling |", "|---|---|---|---|---|"]
             for (label, fold) in folds {
-                lines.append("| \(label) | \(String(format: "%.2f", fold.cpu)) | \(fold.peakGrowth >> 20) MiB | \(String(format: "%.1f", fold.cpu / ceiling)) |")
+                lines.append("| \(label) | \(String(format: "%.2f", fold.cpu)) | \(fold.peakGrowth >> 20) MiB | \(fold.anonGrowth >> 20) MiB | \(String(format: "%.1f", fold.cpu / ceiling)) |")
             }
             let ceilingText = isUpdate ? "\(rows) rows inserted in key order by plain SQLite in one transaction"
                 : "BLAKE2b-256 of the content once (the fold hashes it once and reads it twice)"
@@ -93,12 +121,13 @@ enum LargeWriteBenchmark {
         let slices = chunks.map { $0[...] }
         resetPeak()
         let rssBefore = status("VmRSS")
+        let anonBefore = status("RssAnon")
         let cpuBefore = cpuSeconds()
-        let outcome = try store.importLargeWriteChunks(slices)
+        let (outcome, anonPeak) = try sampledAnonPeak { try store.importLargeWriteChunks(slices) }
         let cpu = cpuSeconds() - cpuBefore
         let peak = status("VmHWM")
         guard outcome.applied.count == 1, try store.value(at: path) == expected else { throw BenchFailure("the fold did not give the value") }
-        return Fold(cpu: cpu, peakGrowth: max(0, peak - rssBefore))
+        return Fold(cpu: cpu, peakGrowth: max(0, peak - rssBefore), anonGrowth: max(0, anonPeak - anonBefore))
     }
 
     /// CPU seconds to insert `rows` rows (a path and a small value each) in key order into a
@@ -157,4 +186,11 @@ enum LargeWriteBenchmark {
         }
         return 0
     }
+}
+
+/// The highest figure seen by a sampling thread, and whether to go on sampling.
+private final class AnonPeak: @unchecked Sendable {
+    let lock = NSLock()
+    var value = 0
+    var running = true
 }
