@@ -13,6 +13,7 @@ public enum BenchMain {
         "scale": ScaleBenchmark.run,
         "live": LiveBenchmark.run,
         "private": PrivateBenchmark.run,
+        "largewrites": LargeWriteBenchmark.run,
     ]
 
     public static func run() {
@@ -28,6 +29,7 @@ public enum BenchMain {
                 options.recordsGiven = true
                 arguments.removeFirst()
             case "--no-write": options.writeFile = false
+            case "--huge": options.huge = true
             case "--reconcile-items", "--latency-messages":
                 guard let n = arguments.first.flatMap(Int.init), n > 0 else { fail("\(a) needs a positive integer") }
                 if a == "--reconcile-items" { options.reconciliationItems = n } else { options.latencyMessages = n }
@@ -42,6 +44,7 @@ public enum BenchMain {
             case "-h", "--help":
                 print("USAGE: lanchat-bench [\(benchmarks.keys.sorted().joined(separator: "|"))]... [--records N] [--quick] [--no-write]")
                 print("Writes its figures into BENCHMARKS.md unless --no-write is given.")
+                print("largewrites: --huge adds a large write of about 256 MB (262,144 children of 1 KB).")
                 print("scale: --records N (default 1000000; 100000 with --quick) generates, imports and syncs a year of chat.")
                 exit(0)
             default:
@@ -76,6 +79,8 @@ struct BenchOptions {
     /// Whether `--records` was given, and whether `--quick` was.
     var recordsGiven = false
     var quick = false
+    /// largewrites: also a content near the protocol's 256 MiB (`--huge`).
+    var huge = false
     /// Records of the scale benchmark: `--records`, else 1M, or 100k with `--quick`.
     var scaleRecords: Int { recordsGiven ? records : (quick ? 100_000 : 1_000_000) }
     /// API queries the scale benchmark times.

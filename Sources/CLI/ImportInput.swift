@@ -21,7 +21,7 @@ struct ImportInput {
         var reader = ExportStream.Reader()
         if let file {
             let input = ImportInput(path: file, isCopy: false)
-            try input.forEachPiece { _ = try reader.feed($0) }
+            try input.forEachPiece { _ = try reader.feed($0); _ = reader.takeChunks() }
             try reader.finish()
             return input
         }
@@ -37,6 +37,7 @@ struct ImportInput {
                 let piece = try console.readInputPiece(pieceSize)
                 if piece.isEmpty { break }
                 _ = try reader.feed(piece)
+                _ = reader.takeChunks()
                 try handle.write(contentsOf: piece)
             }
             try reader.finish()

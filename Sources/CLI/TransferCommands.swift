@@ -12,17 +12,18 @@ enum TransferCommands {
 
     static let export = Command(spec: CommandSpec(
         name: "export",
-        abstract: "Write every record to standard output as an export stream.",
-        discussion: "The stream format is specified in Protocol.md; 'lanchat import' reads it."
+        abstract: "Write every record, and the content of large writes, to standard output as an export stream.",
+        discussion: "The stream format is specified in Protocol.md; 'lanchat import' reads it. A store holding large writes is exported in format version 2, with their chunks after the records; others in version 1, which older nodes read too."
     )) { context in
         guard !context.console.outputIsTerminal else {
             throw CommandFailure("the export stream is binary; redirect it to a file, e.g. lanchat export > records.lcx")
         }
         let node = try context.openNode()
-        context.console.writeOut(ArraySlice(ExportStream.header()))
+        let withChunks = try node.store.hasLargeWrites
+        context.console.writeOut(ArraySlice(ExportStream.header(withChunks: withChunks)))
         var count = 0
         var buffer = [UInt8]()
-        try node.store.forEachRecord { bytes in
+        func add(_ bytes: [UInt8]) {
             buffer += ExportStream.frame(bytes)
             count += 1
             if buffer.count >= 1 << 20 {
@@ -30,8 +31,16 @@ enum TransferCommands {
                 buffer.removeAll(keepingCapacity: true)
             }
         }
-        context.console.writeOut(ArraySlice(buffer + ExportStream.trailer(count: count)))
-        context.console.printError("exported \(count) records")
+        try node.store.forEachRecord(add)
+        buffer += ExportStream.trailer(count: count)
+        let records = count
+        count = 0
+        if withChunks {
+            try node.store.forEachLargeWriteChunk(add)
+            buffer += ExportStream.trailer(count: count)
+        }
+        context.console.writeOut(buffer[...])
+        context.console.printError(withChunks ? "exported \(records) records and \(count) chunks of large writes" : "exported \(records) records")
     }
 
     static let `import` = Command(spec: CommandSpec(
@@ -89,16 +98,42 @@ enum TransferCommands {
             verifying = next.map { ($0.0.0, $0.0.1, $0.1) }
         }
 
+        // Chunks of large writes (version 2) follow every record: once the first arrives, every
+        // record is stored, so the large writes they belong to are known. Kept a few MiB at a
+        // time.
+        var chunks = [ArraySlice<UInt8>](), chunkBytes = 0, chunksRead = 0, chunksKept = 0, applied = 0
+        func storeChunks() throws {
+            guard !chunks.isEmpty else { return }
+            let outcome = try node.store.importLargeWriteChunks(chunks)
+            chunksKept += outcome.kept
+            applied += outcome.applied.count
+            chunks.removeAll(keepingCapacity: true)
+            chunkBytes = 0
+        }
         try input.forEachPiece { piece in
             for frame in try reader.feed(piece) {
                 frames.append(frame)
                 if frames.count == batchSize { try flush() }
             }
+            for chunk in reader.takeChunks() {
+                if chunksRead == 0 {
+                    try flush()
+                    try flush()
+                }
+                chunksRead += 1
+                chunks.append(chunk)
+                chunkBytes += chunk.count
+                if chunkBytes >= 16 << 20 { try storeChunks() }
+            }
         }
         try reader.finish()  // checked on the first pass; the file did not change since
         try flush()
         try flush()
+        try storeChunks()
         context.console.printError("imported \(added) new records, \(duplicates) already held, \(refused) refused")
+        if chunksRead > 0 {
+            context.console.printError("chunks of large writes: \(chunksRead) read, \(chunksKept) new, \(applied) large writes complete")
+        }
         if refused > 0 { throw CommandFailure("\(refused) of \(total) records were refused") }
     }
 }

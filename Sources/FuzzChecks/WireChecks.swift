@@ -173,15 +173,16 @@ public enum WireChecks {
         }
     }
 
-    /// The export stream: an accepted stream is exactly header, frames and end frame.
+    /// The export stream: an accepted stream is exactly header, frames and end frame (and, in
+    /// version 2, chunk frames and their end frame).
     static func exportStream(_ input: [UInt8]) throws(FuzzViolation) {
         let t = FuzzTarget.export
-        guard let frames = try? ExportStream.frames(input) else { return }
-        for frame in frames {
+        guard let (frames, chunks) = try? ExportStream.sections(input) else { return }
+        for frame in frames + (chunks ?? []) {
             try require((1...RecordLimits.maxRecordBytes).contains(frame.count), t, "frame of \(frame.count) bytes accepted")
         }
         let records = frames.map { Array($0) }
-        try require(ExportStream.encode(records) == input, t, "accepted stream re-encodes differently")
+        try require(ExportStream.encode(records, chunks: chunks?.map { Array($0) }) == input, t, "accepted stream re-encodes differently")
         for bytes in records {
             if let record = try? Record.decode(bytes, verify: false) { try checkAccepted(record, bytes, t) }
         }

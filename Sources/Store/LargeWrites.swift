@@ -7,44 +7,56 @@ import Wire
 enum LargeWriteContentState {
     /// Some chunk is not held yet.
     case missing
-    /// Every chunk is held, but together they are not the content the record names.
-    case mismatched
-    case present([UInt8])
+    /// Every chunk is held, but together they are not the content the record names, or not a
+    /// valid write: the write has no effect.
+    case void
+    /// Every chunk is held and they are the valid write the record names.
+    case valid
 }
 
 /// Large writes (record kind 4, Protocol.md §3.7): a record stored before its content's chunks
 /// are held is noted in `pending_large_writes`; once every chunk is here the write is folded,
 /// all its pairs in one transaction, exactly as a kind-1 write's. A content that is not a valid
 /// write is never folded: the record stays stored (it is validly signed) and has no effect.
+///
+/// The content is never held whole: it is read from the chunk store a chunk at a time, twice.
+/// The first pass hashes it (libsodium's streaming BLAKE2b) and checks it is a valid write
+/// (`LargeWriteContent.validate(reading:)`), so that an invalid content changes nothing; the
+/// second folds its pairs one at a time. Memory is a chunk, one pair's bytes and value, and
+/// every pair's path (for the check that none is an ancestor of another), not the up to 256 MiB
+/// of content; reading 64 KiB chunks from the pack's map twice costs little next to the fold.
+///
+/// The fold is still one transaction on the store's connection, on the node's queue: a reader
+/// must never see part of a large write, and a fold cut into transactions would show it in
+/// part. It takes the usual page cache: the pairs come sorted by path and the tree's rows are
+/// keyed by path, so they are inserted in key order and a cache as large as the write bought
+/// nothing measurable (BENCHMARKS.md, "Large writes folded by a peer").
 extension Store {
     /// Folds the large write now if its content is held; otherwise notes it as pending.
     func applyLargeWrite(_ record: Record, _ write: LargeWrite, seq: Int64) throws {
-        switch try largeWriteContent(write) {
+        switch try checkLargeWriteContent(write) {
         case .missing:
             try db.run("INSERT OR IGNORE INTO pending_large_writes(seq) VALUES (?)", [.integer(seq)])
-        case .mismatched:
+        case .void:
             return
-        case let .present(content):
-            try foldLargeWrite(record, content: content, seq: seq)
+        case .valid:
+            try foldLargeWrite(record, write, seq: seq)
         }
     }
 
-    /// Folds the pairs of a held content if it is a valid write (`LargeWriteContent`); a content
-    /// that is not changes nothing. Returns whether it was folded.
-    @discardableResult
-    func foldLargeWrite(_ record: Record, content: [UInt8], seq: Int64) throws -> Bool {
-        do { try LargeWriteContent.validate(content[...]) } catch { return false }
+    /// Folds the pairs of a held content that `checkLargeWriteContent` found valid, reading it
+    /// from its chunks once more.
+    func foldLargeWrite(_ record: Record, _ write: LargeWrite, seq: Int64) throws {
         var scope = LargeWriteScope()
-        try withPageCache(forContent: content.count) {
+        try withPageCache(kib: largeWriteCacheKiB) {
             var fold = PairFold(record: record, seq: seq)
-            try LargeWriteContent.forEachPair(in: content[...], checked: true) { pair, encoded in
+            try LargeWriteContent.forEachPair(reading: largeWriteSource(write, hash: nil)) { pair, encoded in
                 scope.add(pair.path)
                 try fold.apply(pair, in: self) { encoded }
             }
             try fold.finish(in: self)
         }
         noteLargeWriteScope(record.id, scope)
-        return true
     }
 
     /// The deepest path at or above every pair of the large write `id`, if it was folded lately
@@ -63,16 +75,43 @@ extension Store {
         }
     }
 
-    /// The content of `write` from the chunk store, checked against the hash the record names.
-    func largeWriteContent(_ write: LargeWrite) throws -> LargeWriteContentState {
-        var content = [UInt8]()
-        content.reserveCapacity(Int(write.size))
-        for hash in write.chunks {
-            let held = try chunkStore.withBytes(hash) { content.append(contentsOf: $0) }
-            guard held else { return .missing }
+    /// Whether the content of `write` is held, is the one its record names (its size and
+    /// BLAKE2b-256) and is a valid write: one pass over its chunks, none held whole.
+    func checkLargeWriteContent(_ write: LargeWrite) throws -> LargeWriteContentState {
+        for hash in write.chunks where try !chunkStore.has(hash) { return .missing }
+        let hash = ContentHash()
+        do {
+            try LargeWriteContent.validate(reading: largeWriteSource(write, hash: hash))
+        } catch is RecordError {
+            return .void
+        } catch LargeWriteChunkMissing.missing {
+            return .missing
         }
-        guard content.count == Int(write.size), BLAKE2b.digest256(content) == write.content else { return .mismatched }
-        return .present(content)
+        // The walk reads to the content's end (it checks nothing follows the last pair).
+        guard hash.count == Int(write.size), hash.digest() == write.content else { return .void }
+        return .valid
+    }
+
+    /// The content of `write`, a chunk at a time from the chunk store, each chunk passed to
+    /// `hash` when given. A chunk gone meanwhile throws `LargeWriteChunkMissing`.
+    func largeWriteSource(_ write: LargeWrite, hash: ContentHash?) -> LargeWriteContentSource {
+        var index = 0
+        let chunks = write.chunks
+        let chunkStore = self.chunkStore
+        return LargeWriteContentSource(size: Int(write.size)) {
+            guard index < chunks.count else { return nil }
+            var piece = [UInt8]()
+            guard try chunkStore.withBytes(chunks[index], { piece = Array($0) }) else { throw LargeWriteChunkMissing.missing }
+            index += 1
+            hash?.update(piece)
+            return piece[...]
+        }
+    }
+
+    /// Each pair of the held, valid content of `write` (`checkLargeWriteContent`), read from its
+    /// chunks (for the zones' folds, which read records again).
+    func forEachLargeWritePair(_ write: LargeWrite, _ body: (WritePair, ArraySlice<UInt8>) throws -> Void) throws {
+        try LargeWriteContent.forEachPair(reading: largeWriteSource(write, hash: nil), body)
     }
 
     /// The chunks that the large writes waiting for their content still need, each once.
@@ -104,8 +143,11 @@ extension Store {
                 try transaction {
                     guard let bytes = try db.first("SELECT bytes FROM records WHERE seq = ?", [.integer(seq)], { $0.blob(0) }),
                           let record = try? Record.decode(bytes, verify: false) else { return }
-                    if case let .present(content) = try largeWriteContent(write),
-                       try foldLargeWrite(record, content: content, seq: seq) {
+                    switch try checkLargeWriteContent(write) {
+                    case .missing: return  // a chunk gone since: still pending
+                    case .void: break
+                    case .valid:
+                        try foldLargeWrite(record, write, seq: seq)
                         applied.append(record)
                     }
                     try db.run("DELETE FROM pending_large_writes WHERE seq = ?", [.integer(seq)])
@@ -144,29 +186,21 @@ extension Store {
         let record = try Record.make(body: .largeWrite(write), clock: try nextClock(nowMillis: nowMillis), signer: signer)
         if let seq = try insert(record) {
             var scope = LargeWriteScope()
-            try withPageCache(forContent: content.count) {
-                var fold = PairFold(record: record, seq: seq)
-                for pair in pairs {
-                    scope.add(pair.path)
-                    try fold.apply(pair, in: self) { TreeValueCodec.encode(pair.value).encoded()[...] }
-                }
-                try fold.finish(in: self)
+            var fold = PairFold(record: record, seq: seq)
+            for pair in pairs {
+                scope.add(pair.path)
+                try fold.apply(pair, in: self) { TreeValueCodec.encode(pair.value).encoded()[...] }
             }
+            try fold.finish(in: self)
             noteLargeWriteScope(record.id, scope)
         }
         return record
     }
 
-    /// Runs `body`, which folds a large write's content of `bytes` in one transaction, with a
-    /// page cache that holds what the transaction writes (8 times the content, at least the usual
-    /// 16 MiB, at most 2 GiB), then gives the cache back its usual size, which frees the pages.
-    ///
-    /// Why: a transaction that writes more pages than the cache holds spills them to the WAL
-    /// and reads them back one `pread` at a time as the fold goes on; for a 16 MB update of
-    /// 100,000 children that was most of the time taken.
-    func withPageCache<T>(forContent bytes: Int, _ body: () throws -> T) throws -> T {
-        let kib = min(2 << 20, max(Store.pageCacheKiB, 8 * bytes / 1024))
-        guard kib > Store.pageCacheKiB else { return try body() }
+    /// Runs `body` with a page cache of `kib` KiB (when above the usual), then gives the cache
+    /// back its usual size, which frees the pages. Only for comparisons (`largeWriteCacheKiB`).
+    func withPageCache<T>(kib: Int?, _ body: () throws -> T) throws -> T {
+        guard let kib, kib > Store.pageCacheKiB else { return try body() }
         try db.execute("PRAGMA cache_size = -\(kib)")
         defer { try? db.execute("PRAGMA cache_size = -\(Store.pageCacheKiB)") }
         return try body()
@@ -202,6 +236,27 @@ extension JSONValue {
     }
 }
 
+/// A chunk of a large write's content that was held when checked is gone when read.
+enum LargeWriteChunkMissing: Error { case missing }
+
+/// The streaming BLAKE2b-256 of a content read a chunk at a time, and its length so far; a
+/// class so that a content source (an escaping closure) can feed it.
+final class ContentHash {
+    private var hasher: BLAKE2b.Hasher? = BLAKE2b.Hasher(length: 32)
+    private(set) var count = 0
+
+    func update(_ bytes: [UInt8]) {
+        hasher?.update(bytes)
+        count += bytes.count
+    }
+
+    /// The digest of what was read; once.
+    func digest() -> Digest32? {
+        guard let finished = hasher.take() else { return nil }
+        return try? Digest32(bytes: finished.finalize())
+    }
+}
+
 /// The deepest path at or above every path added: where a write's pairs lie.
 struct LargeWriteScope {
     private(set) var path: Path?
@@ -210,5 +265,49 @@ struct LargeWriteScope {
         guard var scope = path else { path = pair; return }
         while !scope.isAncestorOrSelf(of: pair), let parent = scope.parent { scope = parent }
         path = scope
+    }
+}
+
+/// The chunks of large writes in export streams (Protocol.md §4, version 2): without them an
+/// import elsewhere holds the large writes' records and never their content, so shows nothing
+/// of them.
+extension Store {
+    /// Whether some large write is stored: its export carries chunks (a stream of version 2).
+    public var hasLargeWrites: Bool {
+        get throws { try db.scalarInt("SELECT count(*) FROM (SELECT 1 FROM records WHERE kind = 4 LIMIT 1)") == 1 }
+    }
+
+    /// Calls `body` with the bytes of every held chunk of every stored large write, each once,
+    /// in the order of the records and of their chunks.
+    public func forEachLargeWriteChunk(_ body: ([UInt8]) throws -> Void) throws {
+        var seen = Set<Digest32>()
+        let writes = try db.all("SELECT bytes FROM records WHERE kind = 4 ORDER BY seq", []) { $0.blob(0) }
+        for bytes in writes {
+            guard let record = try? Record.decode(bytes, verify: false), case let .largeWrite(write) = record.body else { continue }
+            for hash in write.chunks where seen.insert(hash).inserted {
+                var chunk: [UInt8]?
+                _ = try chunkStore.withBytes(hash) { chunk = Array($0) }
+                if let chunk { try body(chunk) }
+            }
+        }
+    }
+
+    /// Stores those of `chunks` that some stored large write still waits for (checked by their
+    /// hash, which is how they are named), then folds the large writes now complete. A chunk
+    /// that no waiting large write names is not kept: an import cannot fill the chunk store with
+    /// bytes nothing asks for. Returns how many chunks were kept and the writes that took effect.
+    public func importLargeWriteChunks(_ chunks: [ArraySlice<UInt8>]) throws -> (kept: Int, applied: [Record]) {
+        let wanted = Set(try missingLargeWriteChunks())
+        guard !wanted.isEmpty else { return (0, []) }
+        let hashes = BLAKE2b.digests256(chunks)
+        let kept = zip(hashes, chunks).filter { wanted.contains($0.0) }.map { (hash: $0.0, bytes: $0.1) }
+        guard !kept.isEmpty else { return (0, []) }
+        let added: Int
+        do {
+            added = try chunkDB.transaction(.immediate) { try chunkStore.append(kept) }
+        } catch let error as SQLiteError {
+            throw StoreError.from(error, path: chunkDB.path)
+        }
+        return (added, try applyCompletedLargeWrites())
     }
 }

@@ -91,6 +91,10 @@ public final class Store {
         let author: PublicKey
         let epoch: UInt64
     }
+    /// A page cache in KiB for the fold of a peer's large write, nil for the usual one
+    /// (`pageCacheKiB`). Only benchmarks set it, to compare: the fold inserts in key order and
+    /// needs no cache that grows with the content (LargeWriteBenchmark, BENCHMARKS.md).
+    public var largeWriteCacheKiB: Int?
     /// Where the large writes folded lately lie, by record id (`largeWriteScope(of:)`).
     var largeWriteScopes: [Digest32: Path] = [:]
     var largeWriteScopeOrder: [Digest32] = []

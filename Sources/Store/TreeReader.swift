@@ -14,9 +14,10 @@ extension Store {
     /// large writes whose content is held.
     var zones: ZoneStore {
         let store = self
-        return ZoneStore(db: db, opener: { [unowned self] in self.openedPairs($0) }, largeWriteContent: { write in
-            if case let .present(content) = try store.largeWriteContent(write) { return content }
-            return nil
+        return ZoneStore(db: db, opener: { [unowned self] in self.openedPairs($0) }, largeWritePairs: { write, body in
+            guard try store.checkLargeWriteContent(write) == .valid else { return false }
+            try store.forEachLargeWritePair(write) { pair, _ in try body(pair) }
+            return true
         }, orderCache: zoneOrderCache)
     }
 

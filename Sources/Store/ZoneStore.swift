@@ -13,8 +13,10 @@ struct ZoneStore {
     /// The pairs of a sealed write as this node reads them (nil: none), for folds that read
     /// records again; writes of private conversations are kept only as ciphertext.
     var opener: ((Record) -> [WritePair]?)? = nil
-    /// The content of a large write, when held (to fold a zone again from a large write's pairs).
-    var largeWriteContent: ((LargeWrite) throws -> [UInt8]?)? = nil
+    /// Calls its closure with each pair of a large write whose content took effect (held and
+    /// valid), read a chunk at a time, and says whether it did (to fold a zone again from a
+    /// large write's pairs).
+    var largeWritePairs: ((LargeWrite, (WritePair) throws -> Void) throws -> Bool)? = nil
     /// The store's orderings already read (`ZoneOrderCache`).
     var orderCache: ZoneOrderCache? = nil
 
@@ -189,8 +191,7 @@ struct ZoneStore {
                 for pair in opened { take(pair) }
             case let .largeWrite(write):
                 // Only a content that took effect (held and valid) has pairs to fold.
-                guard let content = try largeWriteContent?(write), (try? LargeWriteContent.validate(content[...])) != nil else { return }
-                try LargeWriteContent.forEachPair(in: content[...], checked: true) { pair, _ in take(pair) }
+                _ = try largeWritePairs?(write) { pair in take(pair) }
             default:
                 return
             }

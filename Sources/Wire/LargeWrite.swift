@@ -121,15 +121,22 @@ public enum LargeWriteContent {
     /// none equal to or an ancestor of another in NFC, every value valid, nothing after the last
     /// pair. Memory: one pair's value at a time, plus every pair's path.
     public static func validate(_ content: ArraySlice<UInt8>) throws(RecordError) {
-        var paths = [Path]()
-        var previous: String?
         do {
-            try walk(content, previousPath: &previous) { pair, _, _ in paths.append(pair.path) }
+            try validate(reading: LargeWriteContentSource(whole: content))
         } catch let error as RecordError {
             throw error
         } catch {
             throw .invalidBody("\(error)")
         }
+    }
+
+    /// `validate` of a content read a piece at a time from `source` (the chunks of a large write
+    /// in the chunk store): memory is one pair's bytes and value, plus every pair's path, never
+    /// the content. A content that is not a valid write throws a `RecordError`; anything else
+    /// thrown is the source's own (a disk that fails), which says nothing of the content.
+    public static func validate(reading source: LargeWriteContentSource) throws {
+        var paths = [Path]()
+        try walk(source) { pair, _, _ in paths.append(pair.path) }
         try RecordCodec.checkDisjoint(paths)
     }
 
@@ -140,37 +147,51 @@ public enum LargeWriteContent {
     public static func forEachPair(in content: ArraySlice<UInt8>, checked: Bool = false,
                                    _ body: (WritePair, ArraySlice<UInt8>) throws -> Void) throws {
         if !checked { try validate(content) }
-        try walk(content) { pair, encoded, respelled in
+        try forEachPair(reading: LargeWriteContentSource(whole: content), body)
+    }
+
+    /// Calls `body` with each pair of a content read a piece at a time from `source`, which the
+    /// caller checked already (`validate(reading:)` over the same bytes): a content is read
+    /// twice, once to check it and once to apply it, rather than held between the two.
+    public static func forEachPair(reading source: LargeWriteContentSource,
+                                   _ body: (WritePair, ArraySlice<UInt8>) throws -> Void) throws {
+        try walk(source) { pair, encoded, respelled in
             try body(pair, respelled ? TreeValueCodec.encode(pair.value).encoded()[...] : encoded)
         }
     }
 
-    private static func walk(_ content: ArraySlice<UInt8>, _ body: (WritePair, ArraySlice<UInt8>, Bool) throws -> Void) throws {
-        var previous: String?
-        try walk(content, previousPath: &previous, body)
-    }
-
     /// Decodes the pairs one at a time, checking each and the order of the paths as written.
-    private static func walk(_ content: ArraySlice<UInt8>, previousPath previous: inout String?,
+    private static func walk(_ source: LargeWriteContentSource,
                              _ body: (WritePair, ArraySlice<UInt8>, Bool) throws -> Void) throws {
+        var window = ContentWindow(source: source)
         let head: (count: UInt64, length: Int)
-        do { head = try CBORDecoder.arrayHead(content) } catch { throw RecordError.malformed(error) }
+        do {
+            head = try window.decodeItem { bytes throws(CBORError) in
+                let head = try CBORDecoder.arrayHead(bytes)
+                return (head, head.length)
+            }.item
+        } catch let error as CBORError {
+            throw RecordError.malformed(error)
+        }
         guard head.count >= 1 else { throw RecordError.invalidBody("a write needs at least one pair") }
         guard head.count <= UInt64(LargeWrite.maxPairs) else {
             throw RecordError.invalidBody("\(head.count) pairs exceed the limit of \(LargeWrite.maxPairs)")
         }
         // Every pair takes at least 3 bytes (an array head, an empty path, a value).
-        guard head.count <= UInt64(content.count - head.length) / 3 else {
-            throw RecordError.malformed(.truncated(offset: content.count))
+        if let size = source.size, head.count > UInt64(max(0, size - head.length)) / 3 {
+            throw RecordError.malformed(.truncated(offset: size))
         }
-        var offset = content.startIndex + head.length
+        var previous: String?
         for _ in 0..<head.count {
-            let decoded: (item: CBOR, length: Int)
-            do { decoded = try CBORDecoder.decodePrefix(content[offset...], limits: LargeWrite.pairLimits) } catch {
+            let decoded: (item: CBOR, bytes: ArraySlice<UInt8>)
+            do {
+                decoded = try window.decodeItem { bytes throws(CBORError) in
+                    let prefix = try CBORDecoder.decodePrefix(bytes, limits: LargeWrite.pairLimits)
+                    return (prefix.item, prefix.length)
+                }
+            } catch let error as CBORError {
                 throw RecordError.malformed(error)
             }
-            let start = offset
-            offset += decoded.length
             guard case let .array(pair) = decoded.item, pair.count == 2, case let .text(pathText) = pair[0] else {
                 throw RecordError.invalidBody("a pair is an array of a text path and a value")
             }
@@ -183,11 +204,95 @@ public enum LargeWriteContent {
             var respelled = false
             let value = try TreeValueCodec.decode(pair[1], at: path, respelled: &respelled)
             // The value's bytes: the pair's, past its array head and its path.
-            let valueBytes = content[(start + 1 + CBOR.text(pathText).encoded().count)..<offset]
+            let valueBytes = decoded.bytes.dropFirst(1 + CBOR.text(pathText).encoded().count)
             try body(WritePair(path: path, value: value), valueBytes, respelled)
         }
-        guard offset == content.endIndex else {
-            throw RecordError.malformed(.trailingBytes(offset: offset - content.startIndex))
+        guard try window.atEnd() else {
+            throw RecordError.malformed(.trailingBytes(offset: window.offset))
         }
+    }
+}
+
+/// Where a content's bytes come from, in order: the whole content at hand, or its chunks read
+/// one at a time (`Store` reads them from the chunk store and hashes them as they pass).
+public struct LargeWriteContentSource {
+    /// The next piece of the content, nil past its end.
+    let next: () throws -> ArraySlice<UInt8>?
+    /// The content's length, when known, to refuse a pair count that cannot fit before reading.
+    let size: Int?
+
+    public init(size: Int?, next: @escaping () throws -> ArraySlice<UInt8>?) {
+        self.size = size
+        self.next = next
+    }
+
+    /// The whole content, given at once.
+    public init(whole content: ArraySlice<UInt8>) {
+        var given = false
+        self.init(size: content.count) {
+            defer { given = true }
+            return given ? nil : content
+        }
+    }
+}
+
+/// The bytes of a content between what was decoded and what was read: the item being decoded
+/// and the rest of the last piece read, never the content.
+///
+/// Why it retries on truncation rather than decoding incrementally: the decoder builds one
+/// item from a contiguous buffer, and a pair is decoded whole anyway. The window grows to at
+/// least twice what it held at each retry, so a pair of n bytes is decoded at most about
+/// log2(n / piece) times over a total of about 2n bytes, not once per piece.
+struct ContentWindow {
+    let source: LargeWriteContentSource
+    private var buffer = [UInt8]()
+    /// Where the undecoded bytes start in `buffer`.
+    private var start = 0
+    /// Bytes dropped from the front of `buffer` so far.
+    private var dropped = 0
+    private var exhausted = false
+
+    init(source: LargeWriteContentSource) { self.source = source }
+
+    /// The offset in the content of the first byte not decoded yet.
+    var offset: Int { dropped + start }
+
+    /// Reads pieces until at least `count` bytes lie past `start`, or the content ends.
+    private mutating func fill(_ count: Int) throws {
+        while buffer.count - start < count, !exhausted {
+            guard let piece = try source.next() else { exhausted = true; break }
+            if start > 0 {
+                buffer.removeSubrange(0..<start)
+                dropped += start
+                start = 0
+            }
+            buffer.append(contentsOf: piece)
+        }
+    }
+
+    /// Decodes with `decode` from the undecoded bytes, reading more (twice as much each time)
+    /// while it finds them truncated; consumes what it decoded and returns it with its bytes.
+    mutating func decodeItem<T>(_ decode: (ArraySlice<UInt8>) throws(CBORError) -> (T, Int)) throws -> (item: T, bytes: ArraySlice<UInt8>) {
+        try fill(1)
+        while true {
+            let available = buffer[start...]
+            switch Result(catching: { () throws(CBORError) in try decode(available) }) {
+            case let .success((item, length)):
+                let bytes = buffer[start..<start + length]
+                start += length
+                return (item, bytes)
+            case let .failure(.truncated(at)):
+                guard !exhausted else { throw CBORError.truncated(offset: dropped + start + at) }
+                try fill(max(available.count * 2, available.count + 1))
+            case let .failure(error):
+                throw error
+            }
+        }
+    }
+
+    /// Whether every byte was decoded and the content ends there.
+    mutating func atEnd() throws -> Bool {
+        try fill(1)
+        return buffer.count == start
     }
 }

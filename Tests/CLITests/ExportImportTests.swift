@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import CLI
 import SQLite
+import Wire
 
 @Suite("Export and import")
 struct ExportImportTests {
@@ -113,5 +114,52 @@ struct ExportImportTests {
         try Data(stream.dropLast(1)).write(to: URL(fileURLWithPath: file))
         let refused = a.run("import", file)
         #expect(refused.status == 1 && refused.err.contains("nothing imported"))
+    }
+
+    @Test("large writes travel with their chunks (format version 2) and show on the importing node; a newer version is refused clearly")
+    func largeWrites() throws {
+        let a = CLIHarness(), c = CLIHarness()
+        a.run("init", "--name", "Alice Smith")
+        c.run("init", "--name", "Carol")
+        // 1,500 children: more than one record holds, so a large write.
+        let children = (0..<1_500).map { "\"k\(String(format: "%04d", $0))\":{\"n\":\($0),\"t\":\"\(String(repeating: "x", count: 200))\"}" }
+        #expect(a.run("update", "/big", "{" + children.joined(separator: ",") + "}").status == 0)
+        a.run("set", "/small", "1")
+        let export = a.run("export")
+        let stream = export.out
+        #expect(Array(stream.prefix(16)) == Wire.ExportStream.magicWithChunks)
+        #expect(Array(stream.prefix(16)) != Wire.ExportStream.magic, "a reader of version 1 refuses it at its header")
+        #expect(export.err.contains("chunks of large writes"))
+        let sections = try Wire.ExportStream.sections(stream)
+        #expect((sections.chunks?.count ?? 0) >= 5)
+
+        // A stream cut inside its chunks is refused whole: not even the records are stored.
+        c.input = Array(stream.dropLast(20))
+        #expect(c.run("import").err.contains("nothing imported"))
+        #expect(c.run("get", "/small").line == "null")
+
+        // With a chunk nothing names added, the write shows whole and the stray chunk is not kept.
+        let stray: [UInt8] = Array(repeating: 7, count: 4096)
+        c.input = Wire.ExportStream.encode(sections.records.map { Array($0) }, chunks: sections.chunks!.map { Array($0) } + [stray])
+        let imported = c.run("import")
+        #expect(imported.status == 0)
+        #expect(imported.err.contains("\(sections.chunks!.count + 1) read, \(sections.chunks!.count) new, 1 large writes complete"))
+        #expect(c.run("get", "/big").line == a.run("get", "/big").line)
+        #expect(c.run("get", "/big/k1499/n").line == "1499")
+
+        // A store without large writes still exports version 1, which older nodes read.
+        #expect(Array(c.run("export").out.prefix(16)) == Wire.ExportStream.magicWithChunks)
+        let d = CLIHarness()
+        d.run("init", "--name", "Dan")
+        d.run("set", "/x", "1")
+        #expect(Array(d.run("export").out.prefix(16)) == Wire.ExportStream.magic)
+
+        // A version this reader does not know: refused whole, naming the version.
+        var newer = stream
+        newer[15] = 3
+        d.input = newer
+        let refused = d.run("import")
+        #expect(refused.status == 1)
+        #expect(refused.err.contains("format version 3"))
     }
 }
