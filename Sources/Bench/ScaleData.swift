@@ -2,6 +2,7 @@ import Crypto
 import Dispatch
 import Foundation
 import Store
+import TestSupport
 import Tree
 import Wire
 
@@ -44,7 +45,7 @@ struct ScaleData {
 
     init(records: Int, seed: UInt64) {
         self.records = records
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let authorCount = max(20, records / 2_000)
         authors = (0..<authorCount).map { _ in PrivateKey() }
         let conversationCount = max(10, records / 10_000)
@@ -64,7 +65,7 @@ struct ScaleData {
         defer { try? out.close() }
         try out.write(contentsOf: ExportStream.header())
         var summary = Summary()
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var pushIDs = PushIDGenerator()
         let now = UInt64(Date().timeIntervalSince1970 * 1000) - 60_000
         let year: UInt64 = 365 * 86_400_000
@@ -205,22 +206,9 @@ struct ScaleData {
         init(_ buffer: UnsafeMutableBufferPointer<Record?>) { self.buffer = buffer }
     }
 
-    static func digest(_ rng: inout SeededRandom) -> Digest32 {
+    static func digest(_ rng: inout SplitMix64) -> Digest32 {
         var bytes = [UInt8]()
         for _ in 0..<4 { withUnsafeBytes(of: rng.next()) { bytes += $0 } }
         return try! Digest32(bytes: bytes)
-    }
-}
-
-/// SplitMix64: a small, fast, seeded generator, so a run's data can be made again.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

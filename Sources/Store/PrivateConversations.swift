@@ -251,6 +251,11 @@ extension Store {
         order += shown.id.bytes + [UInt8](repeating: 0xFF, count: 8)
         let base = try Path(segments: ["conversations", conversation, "meta"])
         let left = Set(meta.members).subtracting(membership.currentMembers ?? Set(meta.members))
+        // Members who left stop showing within the same epoch: a list without them must replace
+        // the one with them, so the order rises with their number too (leaves only add up within
+        // an epoch). Appended rather than in place, so it also sorts above what an earlier
+        // version of this order wrote.
+        for shift in stride(from: 56, through: 0, by: -8) { order.append(UInt8(truncatingIfNeeded: UInt64(left.count) >> UInt64(shift))) }
         var members = [String: JSONValue]()
         for member in meta.members where !left.contains(member) { members[member.userID] = true }
         var fields: [(String, JSONValue)] = [("private", true), ("title", .string(meta.title)), ("members", .object(members))]

@@ -55,7 +55,7 @@ struct ConversationRefoldTests {
 
     /// A random history of one group: epochs with random members (this node's user `bob` in
     /// most), messages by random people in random epochs, leaves, all at random clocks.
-    func history(_ script: GroupScript, seed: UInt64, rng: inout SplitMix) throws -> [Record] {
+    func history(_ script: GroupScript, seed: UInt64, rng: inout SplitMix64) throws -> [Record] {
         let people = [alice, bob, carol, dave]
         var records = [Record]()
         var epochs = [(Record, EpochKey)]()
@@ -80,7 +80,7 @@ struct ConversationRefoldTests {
 
     @Test("random membership histories: the tree after refolding one conversation equals a whole refold, the rest untouched", arguments: 0..<24)
     func matchesWholeRefold(seed: Int) throws {
-        var rng = SplitMix(seed: UInt64(seed) &+ 0x5EED)
+        var rng = SplitMix64(seed: UInt64(seed) &+ 0x5EED)
         let script = GroupScript(creator: alice)
         // A second group and plain writes beside it: left as they are.
         let other = OtherGroup(creator: carol)
@@ -90,7 +90,7 @@ struct ConversationRefoldTests {
         records += try (0..<10).map { i in
             try Record.make(body: .write([WritePair(path: try Path("/notes/n\(i)"), value: .string("note \(i)"))]), clock: UInt64(i + 1) << 16, signer: dave)
         }
-        rng.shuffle(&records)
+        records.shuffle(using: &rng)
 
         let store = try Store(path: ":memory:")
         try store.usePrivateKeys(of: bob)
@@ -113,10 +113,10 @@ struct ConversationRefoldTests {
     func refoldsHappen() throws {
         var refolds = 0
         for seed in 0..<12 {
-            var rng = SplitMix(seed: UInt64(seed) &+ 0x5EED)
+            var rng = SplitMix64(seed: UInt64(seed) &+ 0x5EED)
             let script = GroupScript(creator: alice)
             var records = try history(script, seed: UInt64(seed), rng: &rng)
-            rng.shuffle(&records)
+            records.shuffle(using: &rng)
             let store = try Store(path: ":memory:")
             try store.usePrivateKeys(of: bob)
             let opened = store.wholeRefolds
@@ -160,21 +160,4 @@ struct ConversationRefoldTests {
 struct OtherGroup {
     let script: GroupScript
     init(creator: PrivateKey) { script = GroupScript(creator: creator, salt: [UInt8](repeating: 0x77, count: 32)) }
-}
-
-/// A small seeded generator, so every history can be run again.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func shuffle<T>(_ items: inout [T]) {
-        guard items.count > 1 else { return }
-        for i in stride(from: items.count - 1, to: 0, by: -1) { items.swapAt(i, Int(next() % UInt64(i + 1))) }
-    }
 }
