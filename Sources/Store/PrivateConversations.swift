@@ -241,7 +241,7 @@ extension Store {
 
     /// The conversation's meta as the membership says: `private`, `title`, `members` and, for
     /// a group, `creator`, under a write order above every record's (all-ones clock), rising
-    /// with the epoch shown, so no member's write there can change it.
+    /// with the epoch shown and with the members who left it, so no member's write there can change it.
     func writeMembership(_ conversation: String, _ membership: Membership) throws {
         guard let shown = membership.epochs.last(where: { membership.opened[$0.id] != nil }),
               let meta = membership.opened[shown.id]?.meta else { return }
