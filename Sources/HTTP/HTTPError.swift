@@ -39,6 +39,8 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
     case unsupportedExpectation
     /// The version is well-formed but not HTTP/1.0 or HTTP/1.1 (505).
     case unsupportedVersion
+    /// A large body could not be written to its spool file (a full disk) (507).
+    case spoolFailed
 
     /// The status code to answer with.
     public var status: Int {
@@ -52,6 +54,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unsupportedTransferCoding: return 501
         case .unsupportedExpectation: return 417
         case .unsupportedVersion: return 505
+        case .spoolFailed: return 507
         }
     }
 
@@ -74,6 +77,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unsupportedTransferCoding: return "unsupported transfer coding"
         case .unsupportedExpectation: return "unsupported expectation"
         case .unsupportedVersion: return "HTTP version not supported"
+        case .spoolFailed: return "the request body could not be stored"
         }
     }
 

@@ -33,6 +33,27 @@ public struct HTTPLimits: Hashable, Sendable {
         self.maxBodyBytes = maxBodyBytes
     }
 
+    /// Largest body written to a spool file instead (`HTTPSpoolPolicy`), for the requests the
+    /// policy accepts; larger: 413. 256 MiB, Firebase's limit for a REST write.
+    public static let maxSpooledBodyBytes = 256 * 1024 * 1024
+
     /// The limits used when none are given.
     public static let `default` = HTTPLimits()
+}
+
+/// Which requests may have a body above `HTTPLimits.maxBodyBytes` (up to
+/// `HTTPLimits.maxSpooledBodyBytes`), and where it is written as it arrives (`SpooledBody`).
+public struct HTTPSpoolPolicy: Sendable {
+    /// The directory of the spool files.
+    public let directory: String
+    /// Whether a request (its head, with no body yet) may have its body spooled.
+    public let accepts: @Sendable (HTTPRequest) -> Bool
+    /// The largest body spooled.
+    public let maxBytes: Int
+
+    public init(directory: String, maxBytes: Int = HTTPLimits.maxSpooledBodyBytes, accepts: @escaping @Sendable (HTTPRequest) -> Bool) {
+        self.directory = directory
+        self.maxBytes = maxBytes
+        self.accepts = accepts
+    }
 }

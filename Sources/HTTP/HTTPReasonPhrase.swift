@@ -42,6 +42,7 @@ public enum HTTPReasonPhrase: Sendable {
         case 503: return "Service Unavailable"
         case 504: return "Gateway Timeout"
         case 505: return "HTTP Version Not Supported"
+        case 507: return "Insufficient Storage"
         case 100..<200: return "Informational"
         case 200..<300: return "Success"
         case 300..<400: return "Redirection"

@@ -17,8 +17,11 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// The header lines in the order sent; names keep their case, values are trimmed of
     /// surrounding whitespace. Use `header(_:)` for case-insensitive lookup.
     public var headers: [(name: String, value: String)]
-    /// The body bytes (empty when there is none).
+    /// The body bytes (empty when there is none, or when the body was spooled).
     public var body: [UInt8]
+    /// The body, when it was larger than the parser keeps in memory and the parser's
+    /// `HTTPSpoolPolicy` took it to a file (`body` is then empty).
+    public var spooledBody: SpooledBody?
     /// Whether the connection may carry another request after this one's response: HTTP/1.1
     /// unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
     public var keepAlive: Bool

@@ -48,10 +48,19 @@ public struct HTTPRequestParser: Sendable {
     /// Header and trailer lines of the current request, against `maxHeaderCount`.
     private var headerCount = 0
     private var continuePending = false
+    /// Where bodies too large for memory may go, for the requests it accepts.
+    private let spoolPolicy: HTTPSpoolPolicy?
+    /// The current request's body file, once it went to one: its bytes are written there
+    /// instead of `body`.
+    private var spool: SpooledBody?
+    /// Whether the current request may have its body spooled (`spoolPolicy` accepted it).
+    private var spoolable = false
 
-    /// A parser enforcing `limits`.
-    public init(limits: HTTPLimits = .default) {
+    /// A parser enforcing `limits`; with `spool`, the bodies of the requests it accepts may be
+    /// larger, up to its limit, and are written to files as they arrive.
+    public init(limits: HTTPLimits = .default, spool: HTTPSpoolPolicy? = nil) {
         self.limits = limits
+        self.spoolPolicy = spool
     }
 
     /// Adds bytes received from the connection. Ignored once the parser has failed.
@@ -72,6 +81,8 @@ public struct HTTPRequestParser: Sendable {
             state = .failed(error)
             buffer = []
             body = []
+            spool?.remove()
+            spool = nil
             head = nil
             readIndex = 0
             scanIndex = 0
@@ -134,7 +145,7 @@ public struct HTTPRequestParser: Sendable {
                 head?.headers.append(field)
 
             case .fixedBody(let remaining):
-                let taken = takeBody(upTo: remaining)
+                let taken = try takeBody(upTo: remaining)
                 if taken < remaining {
                     state = .fixedBody(remaining: remaining - taken)
                     return nil
@@ -147,7 +158,7 @@ public struct HTTPRequestParser: Sendable {
                 state = size == 0 ? .trailers : .chunkData(remaining: size)
 
             case .chunkData(let remaining):
-                let taken = takeBody(upTo: remaining)
+                let taken = try takeBody(upTo: remaining)
                 if taken < remaining {
                     state = .chunkData(remaining: remaining - taken)
                     return nil
@@ -214,10 +225,15 @@ public struct HTTPRequestParser: Sendable {
         return line
     }
 
-    /// Moves up to `count` available bytes into the body; returns how many were moved.
-    private mutating func takeBody(upTo count: Int) -> Int {
+    /// Moves up to `count` available bytes into the body (or its spool file); returns how many
+    /// were moved.
+    private mutating func takeBody(upTo count: Int) throws(HTTPError) -> Int {
         let taken = min(count, buffer.count - readIndex)
-        body.append(contentsOf: buffer[readIndex..<(readIndex + taken)])
+        if let spool {
+            try spool.append(buffer[readIndex..<(readIndex + taken)])
+        } else {
+            body.append(contentsOf: buffer[readIndex..<(readIndex + taken)])
+        }
         readIndex += taken
         scanIndex = readIndex
         return taken
@@ -235,12 +251,18 @@ public struct HTTPRequestParser: Sendable {
                 throw .unsupportedExpectation
             }
         }
-        let framing = try HTTPBodyFraming(request: request, maxBodyBytes: limits.maxBodyBytes)
+        spoolable = spoolPolicy.map { $0.maxBytes > limits.maxBodyBytes && $0.accepts(request) } ?? false
+        let maxBody = spoolable ? spoolPolicy!.maxBytes : limits.maxBodyBytes
+        let framing = try HTTPBodyFraming(request: request, maxBodyBytes: maxBody)
         switch framing {
         case .none:
             return finishRequest()
         case .length(let length):
-            body.reserveCapacity(min(length, 64 * 1024))
+            if length > limits.maxBodyBytes, let policy = spoolPolicy {
+                spool = try SpooledBody(directory: policy.directory)
+            } else {
+                body.reserveCapacity(min(length, 64 * 1024))
+            }
             state = .fixedBody(remaining: length)
         case .chunked:
             state = .chunkSize
@@ -253,7 +275,13 @@ public struct HTTPRequestParser: Sendable {
     private mutating func finishRequest() -> HTTPParserEvent? {
         var finishedBody: [UInt8] = []
         swap(&finishedBody, &body)
-        let request = head?.request(body: finishedBody)
+        var request = head?.request(body: finishedBody)
+        if let spool {
+            spool.finish()
+            request?.spooledBody = spool
+        }
+        spool = nil
+        spoolable = false
         head = nil
         state = .requestLine
         return request.map { .request($0) }
@@ -273,11 +301,13 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// Checks a chunk-size line (`hex [BWS ; extensions]`), returns the size and enforces the
-    /// body limit on the running total before any of the chunk is read.
-    private func parseChunkSize(_ line: ArraySlice<UInt8>) throws(HTTPError) -> Int {
+    /// body limit on the running total before any of the chunk is read. A spoolable body that
+    /// outgrows the memory limit moves to its spool file here, before the chunk is read.
+    private mutating func parseChunkSize(_ line: ArraySlice<UInt8>) throws(HTTPError) -> Int {
         var index = line.startIndex
         var size = 0
-        let room = limits.maxBodyBytes - body.count
+        let received = spool?.count ?? body.count
+        let room = (spoolable ? spoolPolicy!.maxBytes : limits.maxBodyBytes) - received
         while index < line.endIndex, let digit = ASCII.hexValue(line[index]) {
             // Once past the room left, more digits only make it larger: stop counting.
             if size <= room { size = size > (Int.max - 15) / 16 ? Int.max : size * 16 + Int(digit) }
@@ -292,6 +322,12 @@ public struct HTTPRequestParser: Sendable {
             }
         }
         guard size <= room else { throw .bodyTooLarge }
+        if spool == nil, let policy = spoolPolicy, spoolable, received + size > limits.maxBodyBytes {
+            let file = try SpooledBody(directory: policy.directory)
+            try file.append(body[...])
+            body = []
+            spool = file
+        }
         return size
     }
 }
