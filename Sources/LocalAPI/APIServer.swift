@@ -44,6 +44,22 @@ public final class APIServer: @unchecked Sendable {
         self.maxConnections = maxConnections
         listener = try TCPListener(bind: address, queue: node.queue)
         events = EventHub(node: node, stallSeconds: idleTimeoutSeconds)
+        spoolDirectory = node.queue.sync { node.withStoreOnQueue { store, _ in store.spoolDirectory } }
+        // Bodies and scratch files of writes cut short when the node last stopped.
+        SpooledBody.removeLeftovers(in: spoolDirectory)
+    }
+
+    /// Where large REST bodies are written as they arrive (`SpooledBody`).
+    let spoolDirectory: String
+
+    /// The parser policy that lets admitted database writes have bodies up to 256 MiB, written
+    /// to spool files as they arrive; other requests keep the 16 MiB in-memory limit.
+    var spoolPolicy: HTTPSpoolPolicy {
+        let server = UncheckedSendable(self)
+        return HTTPSpoolPolicy(directory: spoolDirectory) { request in
+            // Asked by the parser, on the node's queue, once the head is complete.
+            RESTHandler.mayStream(request) && server.value.admission(request) == .granted
+        }
     }
 
     /// Starts accepting; call on the node's queue. Connections are accepted once the event hub
@@ -137,7 +153,7 @@ public final class APIServer: @unchecked Sendable {
 final class APIConnection {
     unowned let server: APIServer
     let connection: TCPConnection
-    private var parser = HTTPRequestParser()
+    private var parser: HTTPRequestParser
     private var streaming = false
     /// A large response is being written a piece at a time (`StreamedRead`): no further
     /// pipelined request is read or answered until it is done.
@@ -161,6 +177,7 @@ final class APIConnection {
     init(server: APIServer, connection: TCPConnection) {
         self.server = server
         self.connection = connection
+        parser = HTTPRequestParser(spool: server.spoolPolicy)
     }
 
     func start(onClose: @escaping () -> Void) {
@@ -296,6 +313,10 @@ final class APIConnection {
         // A request (not a stream left open, nor a look at presence, which pages poll) is the
         // user at work: not away (Protocol.md §5.7).
         if request.path.first != LivePaths.presenceRoot { server.node.noteLocalActivityOnQueue() }
+        if let spool = request.spooledBody {
+            answerStreamedWrite(request, spool)
+            return
+        }
         if streamLargeRead(request) { return }
         let response = Router.handle(request, server: server)
         send(response, keepAlive: request.keepAlive)
@@ -376,6 +397,86 @@ final class APIConnection {
             begin(nil)
         }
         return true
+    }
+
+    /// Writes a spooled body (`RESTHandler.streamedWrite`) and answers: a PUT with its
+    /// location read (streamed when large), a PATCH with its body sent back from the file a
+    /// piece at a time as the client takes it. The file is removed once answered.
+    private func answerStreamedWrite(_ request: HTTPRequest, _ spool: SpooledBody) {
+        switch RESTHandler(node: server.node).streamedWrite(request, spool) {
+        case let .response(response):
+            spool.remove()
+            send(response, keepAlive: request.keepAlive)
+        case let .location(path):
+            spool.remove()
+            var get = request
+            get.method = "GET"
+            get.query = []
+            get.spooledBody = nil
+            get.headers.removeAll { $0.name.lowercased() == "if-none-match" || $0.name.lowercased() == "x-firebase-etag" }
+            if streamLargeRead(get) { return }
+            do {
+                let value = try TreeAccess(node: server.node).value(at: path)
+                send(APIResponse.json(value, extra: [("ETag", firebaseETag(of: value))]), keepAlive: request.keepAlive)
+            } catch {
+                send(APIResponse.failure(error), keepAlive: request.keepAlive)
+            }
+        case .body:
+            echo(spool, keepAlive: request.keepAlive)
+        }
+    }
+
+    /// Sends the file of `spool` as a JSON response, a piece at a time while the client takes
+    /// them (at most `maxPendingResponseBytes` unsent), then removes it.
+    private func echo(_ spool: SpooledBody, keepAlive: Bool) {
+        let reader: SpooledBodyReader
+        do {
+            reader = try spool.reader()
+        } catch {
+            spool.remove()
+            send(APIResponse.failure(error), keepAlive: keepAlive)
+            return
+        }
+        let headers = APIResponse.common + [("Content-Type", APIResponse.jsonType), ("Content-Length", String(spool.count)),
+                                            ("Connection", keepAlive ? "keep-alive" : "close")]
+        connection.write(HTTPResponse(status: 200, headers: headers).serialized())
+        sendingBody = true
+        connection.pauseReading()
+        pump(reader, spool, keepAlive: keepAlive)
+    }
+
+    private func pump(_ reader: SpooledBodyReader, _ spool: SpooledBody, keepAlive: Bool) {
+        guard !connection.isClosed else {
+            spool.remove()
+            return
+        }
+        do {
+            while connection.pendingWriteBytes < APIConnection.maxPendingResponseBytes {
+                guard let piece = try reader.next() else {
+                    spool.remove()
+                    sendingBody = false
+                    lastActivity = monotonicSeconds()
+                    if keepAlive {
+                        connection.resumeReading()
+                        process()
+                    } else {
+                        closing = true
+                        connection.shutdownAfterWrites()
+                    }
+                    return
+                }
+                connection.write(Array(piece))
+                lastActivity = monotonicSeconds()
+            }
+        } catch {
+            spool.remove()
+            connection.close()
+            return
+        }
+        let box = UncheckedSendable((self, reader))
+        schedule(after: APIConnection.drainCheckInterval, on: server.node.queue) {
+            box.value.0.pump(box.value.1, spool, keepAlive: keepAlive)
+        }
     }
 
     private func send(_ response: HTTPResponse, keepAlive: Bool) {

@@ -29,6 +29,13 @@ public enum StreamedWriteError: Error, Equatable, Sendable {
 /// The content is the one `set`, `update` and `push` would make of the same body, byte for
 /// byte: the same server values, normalization, zone split, permission checks and errors.
 extension Store {
+    /// Where the local API spools large request bodies and streamed writes keep their scratch
+    /// files: `spool` in the data directory, next to the store.
+    public var spoolDirectory: String {
+        guard let slash = path.lastIndex(of: "/") else { return "spool" }
+        return String(path[..<slash]) + "/spool"
+    }
+
     /// Writes the JSON document `source` returns a piece at a time, as `kind` at `path`;
     /// returns the record and, for a push, the new child's key. Scratch files go in
     /// `scratchDirectory` and are removed before this returns.
@@ -52,6 +59,7 @@ extension Store {
             if let pairs = try plan.smallPairs() {
                 return try write(pairs, signer: signer, nowMillis: nowMillis)
             }
+            try plan.checkLarge()
             return try writeStreamedContent(plan, signer: signer, nowMillis: nowMillis)
         }
         return (record, pushKey)
@@ -65,6 +73,7 @@ extension Store {
                                          nowMillis: nowMillis, directory: scratchDirectory)
         try plan.read(source)
         try plan.prepare()
+        try plan.checkLarge()
         var content = [UInt8]()
         try plan.emit { content.append(contentsOf: $0) }
         return content
@@ -308,6 +317,7 @@ final class StreamedWritePlan {
             try db.run("INSERT INTO pair(pair, always) VALUES (?, 1)", [.blob(Self.pairKey(target))])
             try db.run("INSERT INTO main(pair) VALUES (?)", [.blob(Self.pairKey(target))])
             try readValue(&reader, first, at: root(of: target))
+            try reader.skipToEnd()
         case .update:
             guard first == .objectStart else {
                 notAnObject = true
@@ -533,8 +543,23 @@ final class StreamedWritePlan {
         if let privatePath { throw StoreError.permissionDenied(path: privatePath.description) }
         _ = conversations
         contentSize = size
+    }
+
+    /// The rules of a large write's content that `LargeWriteContent.check` enforces on the
+    /// in-memory writes' pairs: the count of pairs, no pair at or below another (a zone
+    /// cleared below a replaced subtree is one), and the content's size.
+    func checkLarge() throws {
         guard pairCount <= LargeWrite.maxPairs else {
             throw RecordError.invalidBody("\(pairCount) pairs exceed the limit of \(LargeWrite.maxPairs)")
+        }
+        if pairCount > 1 {
+            try db.query("SELECT pair FROM pair WHERE always = 1 OR full = 1 ORDER BY pair") { row in
+                let path = try Path(storageKey: String(decoding: row.blob(0).dropFirst(), as: UTF8.self))
+                for ancestor in path.ancestors where try db.scalarInt(
+                    "SELECT count(*) FROM pair WHERE pair = ? AND (always = 1 OR full = 1)", [.blob(Self.pairKey(ancestor))]) == 1 {
+                    throw RecordError.invalidBody("\(ancestor) is an ancestor of \(path) in the same write")
+                }
+            }
         }
         guard contentSize <= Int(LargeWrite.maxSize) else {
             throw RecordError.tooLarge(size: contentSize, limit: Int(LargeWrite.maxSize))
