@@ -3,7 +3,11 @@
 Usage: python big_values.py API_A API_B PID_A [PID_B]   (APIs as HOST:PORT; both nodes run with --api-token owner)
 
 On node A: a 10 MB string written by a plain REST PUT, and a 16 MB update of 100,000 children
-written by firebase-admin (which speaks REST). On node B, polled while it syncs: the update
+written by firebase-admin (which speaks REST); then, by plain HTTP, bodies above the 16 MiB kept
+in memory (spooled and streamed): a 64 MB PATCH of 100,000 children, with A's anonymous memory
+during the request bounded, and a 64 MB PUT of one object, with its figure reported (its fold
+decodes the one pair whole); with LANCHAT_BIG=1 also a PATCH near 256 MB. Each is read back
+exactly on B. On node B, polled while it syncs: the update
 shows none of its children or all of them, never part; then both read back exactly. Node A's
 resident memory is sampled while it takes the update (its peak, VmHWM) and must come back near
 where it was before. With PID_B, node B's peak resident memory (VmHWM, reset before each write
@@ -157,6 +161,82 @@ peer_text = peer.stop("the string")
 status, data = request(api_b, "GET", "/big/text.json")
 check("the 10 MB string read back exactly on B", status == 200 and json.loads(data) == text)
 
+
+
+class AnonSampler:
+    """Node A's anonymous memory (RssAnon) sampled every 20 ms while a request runs: its peak."""
+
+    def __enter__(self):
+        self.peak = memory("RssAnon")
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+        return self
+
+    def run(self):
+        while not self.stopped.is_set():
+            self.peak = max(self.peak, memory("RssAnon"))
+            time.sleep(0.02)
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join()
+
+
+def b_count(path, expected):
+    status, data = request(api_b, "GET", path + ".json?shallow=true")
+    return status == 200 and data != b"null" and len(json.loads(data)) == expected
+
+
+def streamed_write(method, path, body, expected_children, what):
+    """A REST write above 16 MiB on A by plain HTTP (spooled and streamed there), read back
+    exactly on B; returns A's anonymous memory before and at its peak during the request."""
+    came_back_before = until(60, lambda: memory("RssAnon") <= baseline + 64)
+    before = memory("RssAnon")
+    peer.start()
+    started = time.monotonic()
+    with AnonSampler() as sampler:
+        status, _ = request(api_a, method, path + ".json?print=silent", body)
+    taken = time.monotonic() - started
+    check(f"{what} on A", status == 204 and came_back_before, status)
+    arrived = until(600, lambda: b_count(path, expected_children))
+    check(f"{what} arrived on B", arrived)
+    synced = time.monotonic() - started
+    peer_figures = peer.stop(what)
+    status, data = request(api_b, "GET", path + ".json")
+    check(f"{what} read back exactly on B", status == 200 and json.loads(data) == json.loads(body), len(data))
+    data = None
+    figures.append(f"{what} of {len(body) >> 20} MiB: taken by A in {taken:.1f} s, on B after {synced:.1f} s, "
+                   f"A's RssAnon {before:.0f} MiB before, peak {sampler.peak:.0f} MiB (+{sampler.peak - before:.0f}); {peer_figures}")
+    return before, sampler.peak
+
+
+figures = []
+# Above the 16 MiB a REST body is kept in memory: a PATCH of many children and a PUT of one
+# object of 64 MB, spooled to a file on A as they arrive and encoded from it, never held whole.
+filler = "z" * 600
+patch = {f"p{i:06d}": {"n": i, "text": filler} for i in range(100_000)}
+patch_body = json.dumps(patch).encode()
+patch = None
+check("the PATCH is 64 MB", 60_000_000 <= len(patch_body) <= 66_000_000, len(patch_body))
+before, peak_patch = streamed_write("PATCH", "/big/patched", patch_body, 100_000, "a PATCH of 100,000 children")
+patch_body = None
+# Intake and encoding (spool, scratch file, chunks) and the fold of many small pairs, one at a
+# time, hold far less than the body: bounded well below it.
+check("A's memory during the 64 MB PATCH stays bounded (< 48 MiB above where it was)", peak_patch - before < 48,
+      f"{peak_patch - before:.0f} MiB")
+one = json.dumps({f"o{i:06d}": {"n": i, "text": filler} for i in range(100_000)}).encode()
+streamed_write("PUT", "/big/object", one, 100_000, "a PUT of one object")
+one = None
+if os.environ.get("LANCHAT_BIG") == "1":
+    # Firebase's limit for one REST write: 256 MB.
+    big = json.dumps({f"b{i:06d}": {"n": i, "text": "w" * 1200} for i in range(200_000)}).encode()
+    check("the large PATCH is under 256 MiB", len(big) <= 256 << 20, len(big))
+    before, peak_big = streamed_write("PATCH", "/big/largest", big, 200_000, "a PATCH of 200,000 children")
+    check("A's memory during the 256 MB PATCH stays bounded (< 64 MiB above where it was)", peak_big - before < 64,
+          f"{peak_big - before:.0f} MiB")
+    big = None
+
 # Memory: node A's own memory comes back near where it was before the writes (within 64 MiB).
 came_back = until(60, lambda: memory("RssAnon") <= baseline + 64)
 settled = memory("RssAnon")
@@ -168,4 +248,6 @@ print(f"big values: update of {size} bytes taken in {write_seconds:.1f} s, on B 
       f"node A's own memory (RssAnon) {baseline:.0f} MiB before, {after_write:.0f} MiB right after, {settled:.0f} MiB settled; "
       f"resident peak (VmHWM, file cache included) {peak:.0f} MiB (before the update {before_peak:.0f} MiB); "
       f"VmRSS {baseline_rss:.0f} MiB before, {settled_rss:.0f} MiB settled")
+for line in figures:
+    print(f"big values: {line}")
 sys.exit(tally.finish())
