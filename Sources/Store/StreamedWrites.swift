@@ -173,6 +173,9 @@ final class StreamedWritePlan {
         case leaf = 2
     }
 
+    /// The largest body a streamed write reads: Firebase's limit for one REST write.
+    static let maxBodyBytes = 256 * 1024 * 1024
+
     let kind: Kind
     let target: Path
     unowned let store: Store
@@ -194,6 +197,8 @@ final class StreamedWritePlan {
     /// Pairs and bytes of the content, known after `prepare`.
     private var pairCount = 0
     private var contentSize = 0
+    /// A pair in a private conversation, if any.
+    private var privatePath: Path?
 
     init(kind: Kind, target: Path, store: Store, author: PublicKey, nowMillis: UInt64, directory: String) throws {
         self.kind = kind
@@ -310,7 +315,7 @@ final class StreamedWritePlan {
     /// Reads the whole document from `source`. JSON errors are thrown at once; a rule broken
     /// is kept and thrown after the document was read to its end.
     func read(_ source: @escaping () throws -> ArraySlice<UInt8>?) throws {
-        var reader = JSONStreamReader(limits: JSONLimits(maxBytes: HTTPBodyLimit.maxBytes), source: source)
+        var reader = JSONStreamReader(limits: JSONLimits(maxBytes: Self.maxBodyBytes), source: source)
         guard let first = try reader.next() else { return }
         switch kind {
         case .set:
@@ -527,21 +532,14 @@ final class StreamedWritePlan {
         try count()
         pairCount = Int(try db.scalarInt("SELECT count(*) FROM pair WHERE always = 1 OR full = 1") ?? 0)
         var size = Self.headLength(pairCount)
-        var privatePath: Path?
-        var conversations = Set<String?>()
         try db.query("SELECT pair, full, bytes FROM pair WHERE always = 1 OR full = 1 ORDER BY pair") { row in
             let key = row.blob(0)
             let text = key.count - 1
             size += 1 + Self.headLength(text) + text + (row.int(1) == 1 ? row.int(2) : 1)
             let path = try Path(storageKey: String(decoding: key.dropFirst(), as: UTF8.self))
             try store.checkPermission(WritePair(path: path, value: try standIn(key, path: path, full: row.int(1) == 1)), author: author)
-            let conversation = Store.privateConversation(of: path)
-            conversations.insert(conversation)
-            if conversation != nil, privatePath == nil { privatePath = path }
+            if Store.privateConversation(of: path) != nil, privatePath == nil { privatePath = path }
         }
-        // A write into a private conversation is sealed, which a streamed write never is.
-        if let privatePath { throw StoreError.permissionDenied(path: privatePath.description) }
-        _ = conversations
         contentSize = size
     }
 
@@ -549,6 +547,9 @@ final class StreamedWritePlan {
     /// in-memory writes' pairs: the count of pairs, no pair at or below another (a zone
     /// cleared below a replaced subtree is one), and the content's size.
     func checkLarge() throws {
+        // A write into a private conversation is sealed (Protocol.md §11.4), which a large
+        // write made here never is; a small one goes through `Store.write`, which seals it.
+        if let privatePath { throw StoreError.permissionDenied(path: privatePath.description) }
         guard pairCount <= LargeWrite.maxPairs else {
             throw RecordError.invalidBody("\(pairCount) pairs exceed the limit of \(LargeWrite.maxPairs)")
         }
@@ -737,7 +738,3 @@ final class StreamedWritePlan {
     }
 }
 
-/// The largest body a streamed write reads: Firebase's limit for a REST write.
-enum HTTPBodyLimit {
-    static let maxBytes = 256 * 1024 * 1024
-}
