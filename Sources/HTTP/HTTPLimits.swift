@@ -14,7 +14,8 @@ public struct HTTPLimits: Hashable, Sendable {
     public var maxHeaderBytes: Int
     /// Most header lines in a request; trailers count against the same budget. More: 431.
     public var maxHeaderCount: Int
-    /// Largest body, in bytes after removing any chunked framing. Larger: 413.
+    /// Largest body kept in memory, in bytes after removing any chunked framing. Larger: 413,
+    /// unless the parser's `HTTPSpoolPolicy` takes it to a file.
     public var maxBodyBytes: Int
 
     /// Creates limits; the defaults are 8 KiB lines, 32 KiB of headers, 100 headers and 16 MiB

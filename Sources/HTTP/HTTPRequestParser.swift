@@ -4,7 +4,9 @@
 /// (it needs more bytes). Pipelined requests come out one per call, in order. Memory is bounded
 /// by `HTTPLimits`: a line is refused as soon as it cannot fit, a body as soon as it announces
 /// or reaches more than the limit, and consumed input is dropped. (Bytes appended but not yet
-/// parsed are the caller's to bound: append only after `next()` returned nil.)
+/// parsed are the caller's to bound: append only after `next()` returned nil.) With an
+/// `HTTPSpoolPolicy`, a body above the limit of a request the policy accepts is written to a
+/// file as it arrives (`SpooledBody`), up to the policy's own limit, and never held.
 ///
 /// The parser is strict where leniency lets two parsers disagree about where a request ends:
 /// lines end only with CRLF, header names are tokens with no space before the colon, folded
