@@ -44,13 +44,10 @@ public final class APIServer: @unchecked Sendable {
         self.maxConnections = maxConnections
         listener = try TCPListener(bind: address, queue: node.queue)
         events = EventHub(node: node, stallSeconds: idleTimeoutSeconds)
-        spoolDirectory = node.queue.sync { node.withStoreOnQueue { store, _ in store.spoolDirectory } }
-        // Bodies and scratch files of writes cut short when the node last stopped.
-        SpooledBody.removeLeftovers(in: spoolDirectory)
     }
 
-    /// Where large REST bodies are written as they arrive (`SpooledBody`).
-    let spoolDirectory: String
+    /// Where large REST bodies are written as they arrive (`SpooledBody`); set by `start`.
+    private(set) var spoolDirectory = ""
 
     /// The parser policy that lets admitted database writes have bodies up to 256 MiB, written
     /// to spool files as they arrive; other requests keep the 16 MiB in-memory limit.
@@ -67,6 +64,9 @@ public final class APIServer: @unchecked Sendable {
     /// then clients wait in the listen backlog.
     public func start() {
         dispatchPrecondition(condition: .onQueue(node.queue))
+        spoolDirectory = node.withStoreOnQueue { store, _ in store.spoolDirectory }
+        // Bodies and scratch files of writes cut short when the node last stopped.
+        SpooledBody.removeLeftovers(in: spoolDirectory)
         events.start { [self] in
             listener.start { [self] connection in
                 guard connections.count < maxConnections else {
