@@ -41,6 +41,8 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
     case unsupportedVersion
     /// A large body could not be written to its spool file (a full disk) (507).
     case spoolFailed
+    /// As many large bodies as the spool takes at once are arriving already (429).
+    case spoolBusy
 
     /// The status code to answer with.
     public var status: Int {
@@ -55,6 +57,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unsupportedExpectation: return 417
         case .unsupportedVersion: return 505
         case .spoolFailed: return 507
+        case .spoolBusy: return 429
         }
     }
 
@@ -78,6 +81,7 @@ public enum HTTPError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unsupportedExpectation: return "unsupported expectation"
         case .unsupportedVersion: return "HTTP version not supported"
         case .spoolFailed: return "the request body could not be stored"
+        case .spoolBusy: return "too many large request bodies at once; try again when one is done"
         }
     }
 

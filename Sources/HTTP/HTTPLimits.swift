@@ -51,10 +51,31 @@ public struct HTTPSpoolPolicy: Sendable {
     public let accepts: @Sendable (HTTPRequest) -> Bool
     /// The largest body spooled.
     public let maxBytes: Int
+    /// How many spool files may exist at once (shared by every parser given this policy).
+    public let budget: SpoolBudget
 
-    public init(directory: String, maxBytes: Int = HTTPLimits.maxSpooledBodyBytes, accepts: @escaping @Sendable (HTTPRequest) -> Bool) {
+    public init(directory: String, maxBytes: Int = HTTPLimits.maxSpooledBodyBytes, budget: SpoolBudget = SpoolBudget(files: 4),
+                accepts: @escaping @Sendable (HTTPRequest) -> Bool) {
         self.directory = directory
         self.maxBytes = maxBytes
+        self.budget = budget
         self.accepts = accepts
     }
+}
+
+/// The spool files that may exist at once: each holds up to 256 MiB of disk, so that clients
+/// sending large bodies together cannot fill the disk. A body beyond them is refused with 429
+/// as soon as it would need a file. Used from one queue (the server's).
+public final class SpoolBudget: @unchecked Sendable {
+    public let files: Int
+    public private(set) var used = 0
+
+    public init(files: Int) { self.files = files }
+
+    func take() throws(HTTPError) {
+        guard used < files else { throw .spoolBusy }
+        used += 1
+    }
+
+    func give() { used -= 1 }
 }

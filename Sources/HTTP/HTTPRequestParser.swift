@@ -261,7 +261,7 @@ public struct HTTPRequestParser: Sendable {
             return finishRequest()
         case .length(let length):
             if length > limits.maxBodyBytes, let policy = spoolPolicy {
-                spool = try SpooledBody(directory: policy.directory)
+                spool = try SpooledBody(directory: policy.directory, budget: policy.budget)
             } else {
                 body.reserveCapacity(min(length, 64 * 1024))
             }
@@ -325,7 +325,7 @@ public struct HTTPRequestParser: Sendable {
         }
         guard size <= room else { throw .bodyTooLarge }
         if spool == nil, let policy = spoolPolicy, spoolable, received + size > limits.maxBodyBytes {
-            let file = try SpooledBody(directory: policy.directory)
+            let file = try SpooledBody(directory: policy.directory, budget: policy.budget)
             try file.append(body[...])
             body = []
             spool = file

@@ -15,15 +15,23 @@ public final class SpooledBody: @unchecked Sendable {
     /// Bytes written so far.
     public private(set) var count = 0
     private var removed = false
+    /// The budget this file counts against until removed.
+    private let budget: SpoolBudget?
 
-    /// Creates an empty spool file in `directory` (created if missing).
-    public init(directory: String) throws(HTTPError) {
+    /// Creates an empty spool file in `directory` (created if missing), counted against
+    /// `budget` until it is removed.
+    public init(directory: String, budget: SpoolBudget? = nil) throws(HTTPError) {
+        try budget?.take()
         _ = mkdir(directory, 0o700)
         var template = Array((directory + "/body-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw .spoolFailed }
+        guard fd >= 0 else {
+            budget?.give()
+            throw .spoolFailed
+        }
         descriptor = fd
         path = String(cString: template)
+        self.budget = budget
     }
 
     deinit { remove() }
@@ -60,6 +68,7 @@ public final class SpooledBody: @unchecked Sendable {
         guard !removed else { return }
         removed = true
         unlink(path)
+        budget?.give()
     }
 
     /// Reads the file a piece at a time: each call returns the next piece (at most

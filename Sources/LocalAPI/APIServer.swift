@@ -48,12 +48,14 @@ public final class APIServer: @unchecked Sendable {
 
     /// Where large REST bodies are written as they arrive (`SpooledBody`); set by `start`.
     private(set) var spoolDirectory = ""
+    /// Large REST bodies arriving at once, each up to 256 MiB of disk: four.
+    let spoolBudget = SpoolBudget(files: 4)
 
     /// The parser policy that lets admitted database writes have bodies up to 256 MiB, written
     /// to spool files as they arrive; other requests keep the 16 MiB in-memory limit.
     var spoolPolicy: HTTPSpoolPolicy {
         let server = UncheckedSendable(self)
-        return HTTPSpoolPolicy(directory: spoolDirectory) { request in
+        return HTTPSpoolPolicy(directory: spoolDirectory, budget: spoolBudget) { request in
             // Asked by the parser, on the node's queue, once the head is complete.
             RESTHandler.mayStream(request) && server.value.admission(request) == .granted
         }

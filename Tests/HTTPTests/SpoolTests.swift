@@ -120,4 +120,27 @@ struct SpoolTests {
         SpooledBody.removeLeftovers(in: dir)
         #expect(files(dir).isEmpty)
     }
+
+    @Test("spool files are bounded in number: one more large body is refused with 429 until one goes")
+    func budget() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let budget = SpoolBudget(files: 1)
+        let shared = HTTPSpoolPolicy(directory: dir, maxBytes: 8192, budget: budget) { _ in true }
+        let input = Array("PUT /a.json HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n".utf8) + body(2000)
+        var first = HTTPRequestParser(limits: limits, spool: shared)
+        let (held, error) = run(&first, input)
+        #expect(error == nil && held.first?.spooledBody != nil)
+        var second = HTTPRequestParser(limits: limits, spool: shared)
+        let (_, busy) = run(&second, input)
+        #expect(busy == .spoolBusy && busy?.status == 429)
+        // A small body needs no file.
+        var small = HTTPRequestParser(limits: limits, spool: shared)
+        #expect(run(&small, Array("PUT /a.json HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc".utf8)).1 == nil)
+        held.first?.spooledBody?.remove()
+        #expect(budget.used == 0)
+        var third = HTTPRequestParser(limits: limits, spool: shared)
+        let (later, none) = run(&third, input)
+        #expect(none == nil && later.first?.spooledBody?.count == 2000)
+    }
 }
