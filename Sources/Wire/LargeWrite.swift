@@ -92,8 +92,8 @@ extension RecordCodec {
 }
 
 /// The content of a large write: the pairs of a write, `[+ [path, value]]`, the same bytes a
-/// kind-1 body would be, read one pair at a time so that a receiver never builds more than one
-/// pair's value at once.
+/// kind-1 body would be, read as a stream of events (`read`) so that a receiver never builds a
+/// pair's value unless it asks to (`forEachPair`, for pairs known to be small).
 public enum LargeWriteContent {
     /// The content of `pairs`: their kind-1 body encoding. The pairs must be a valid write
     /// (`check`) in increasing order of their paths, as `Store.write` sorts them.
@@ -210,39 +210,6 @@ public enum LargeWriteContent {
         guard try reader.window.atEnd() else {
             throw RecordError.malformed(.trailingBytes(offset: reader.window.offset))
         }
-    }
-}
-
-/// Builds a pair's value from its events (`ContentEvent`), for a pair known to be small enough
-/// to hold whole (a pair in a zone, at most `LargeWrite.pairLimits.maxItems` items).
-public struct ContentValueBuilder {
-    private var stack: [(members: [String: JSONValue], key: String?)] = []
-    private var pendingKey: String?
-    /// The value, once its last event was added.
-    public private(set) var value: JSONValue?
-
-    public init() {}
-
-    public mutating func add(_ event: ContentEvent) {
-        switch event {
-        case let .objectStart(count):
-            stack.append((members: Dictionary(minimumCapacity: min(count, 1 << 16)), key: pendingKey))
-            pendingKey = nil
-        case let .key(key):
-            pendingKey = key
-        case let .leaf(leaf):
-            place(leaf, at: pendingKey)
-            pendingKey = nil
-        case .objectEnd:
-            let frame = stack.removeLast()
-            place(.object(frame.members), at: frame.key)
-        case .pair, .pairEnd:
-            return
-        }
-    }
-
-    private mutating func place(_ child: JSONValue, at key: String?) {
-        if stack.isEmpty { value = child } else if let key { stack[stack.count - 1].members[key] = child }
     }
 }
 
