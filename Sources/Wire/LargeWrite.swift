@@ -33,11 +33,11 @@ public struct LargeWrite: Hashable, Sendable {
     /// keeps per pair while it checks a content (its path) to well above the 100,000 children of
     /// a 16 MB update.
     public static let maxPairs = 262_144
-    /// Nesting and items of one pair of the content, each decoded on its own: a pair is at level
-    /// 1, so its value may nest as deep as in a kind-1 record (§2); 1,048,576 items hold an
-    /// object of 100,000 children of a few fields each set at once.
-    /// Items bound only the pairs inside a zone, which are built whole (a zone is one row); a
-    /// pair in the open zone is read as a stream (`PairStreamReader`), whatever its size.
+    /// Nesting and items of one pair of the content, each checked on its own: a pair is at level
+    /// 1, so its value may nest as deep as in a kind-1 record (§2). Items bound only the pairs
+    /// inside a zone, which are built whole (a zone is one row): 1,048,576 hold far more than a
+    /// profile or a message. A pair in the open zone is read as a stream (`PairStreamReader`),
+    /// whatever its size.
     public static let pairLimits = CBORLimits(maxDepth: 38, maxItems: 1 << 20)
     /// What the check of distinctness in NFC may remember at once while it reads a pair's value
     /// (`KeyMemory`): each remembered key costs its NFC UTF-8 bytes plus 16.
@@ -239,9 +239,10 @@ public struct LargeWriteContentSource {
 /// The bytes of a content between what was decoded and what was read: the item being decoded
 /// and the rest of the last piece read, never the content.
 ///
-/// Why it retries on truncation rather than decoding incrementally: the decoder builds one
-/// item from a contiguous buffer, and a pair is decoded whole anyway. The window grows to at
-/// least twice what it held at each retry, so a pair of n bytes is decoded at most about
+/// Pairs are read from it a head or a string at a time (`byte`, `bytes`, by
+/// `PairStreamReader`), so it holds at most one string and a piece. `decodeItem` decodes a whole
+/// item (the content's array head): it retries on truncation, the window growing to at least
+/// twice what it held at each retry, so an item of n bytes is decoded at most about
 /// log2(n / piece) times over a total of about 2n bytes, not once per piece.
 struct ContentWindow {
     let source: LargeWriteContentSource
