@@ -78,6 +78,12 @@ struct LargeWriteFoldTests {
                 byPath["/big/\(random.next() % 5)"] = Self.randomObject(&random, depth: 0)
             }
         }
+        // Many pairs now and then, as an update of many children is written.
+        if random.chance(0.3) {
+            for i in 0..<Int(100 + random.next() % 300) {
+                byPath["/many/\(Self.randomKey(&random))\(i)"] = random.chance(0.5) ? Self.randomLeaf(&random) : Self.randomObject(&random, depth: 2)
+            }
+        }
         let sorted = try byPath.map { WritePair(path: try Path($0.key), value: $0.value) }
             .sorted { Array($0.path.storageKey.utf8).lexicographicallyPrecedes(Array($1.path.storageKey.utf8)) }
         var pairs = [WritePair]()
@@ -143,6 +149,10 @@ struct LargeWriteFoldTests {
 
             let tree = try whole.value(at: .root)
             #expect(try streamed.value(at: .root) == tree)
+            #expect(try Self.tables(streamed, large) == Self.tables(whole, small))
+            // A rebuild of the tree from the records folds the content as a stream again, alike.
+            try streamed.db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('tree_rebuild', 1)")
+            try streamed.rebuildTreeIfRequested()
             #expect(try Self.tables(streamed, large) == Self.tables(whole, small))
         }
     }

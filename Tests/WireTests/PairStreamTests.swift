@@ -131,6 +131,9 @@ struct PairStreamTests {
             if random.chance(0.5) { path += "/" + randomKey(&random) + "\(random.next() % 50)" }
             chosen[path] = random.chance(0.05) ? .null : randomValue(&random, depth: path.split(separator: "/").count)
         }
+        if random.chance(0.1) {
+            for i in 0..<Int(50 + random.next() % 200) { chosen["/many/\(i)"] = randomValue(&random, depth: 2) }
+        }
         let sorted = chosen.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
         return CBOR.array(sorted.map { .array([.text($0.key), $0.value]) }).encoded()
     }
