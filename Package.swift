@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "WebSocketTests", dependencies: ["TestSupport", "WebSocket", "HTTP"]),
         .testTarget(name: "RealtimeTests", dependencies: ["TestSupport", "Realtime", "WebSocket", "Tree"]),
         .testTarget(name: "LocalAPITests", dependencies: ["TestSupport", "DiskFaults", "LocalAPI", "WebSocket", "Realtime", "Node", "HTTP", "Store", "Transport", "Tree", "Crypto", "Sync", "Wire", "Private"]),
-        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Private", "Wire", "Tree", "Crypto", "SQLite"],
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Private", "Wire", "Tree", "Crypto", "SQLite", "CMemory"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "DiskFaultTests", dependencies: ["TestSupport", "DiskFaults", "Store", "Wire", "Tree", "Crypto", "SQLite"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "CLI"]),

@@ -160,7 +160,7 @@ enum MeshBenchmark {
         var rng = SecureRandom()
         let base = (0..<n).map { i in NegentropyItem(timestamp: UInt64(1_700_000_000_000 + i) << 16, id: secureRandomBytes(32))! }
         var lines = [
-            "### Reconciliation of \(n) against \(n) records (Negentropy, 60 kB messages)",
+            "### Reconciliation of \(n) against \(n) records (Negentropy, messages of at most \(PeerSession.reconcileFrameLimit / 1000) kB, as sessions write them)",
             "",
             "| differences | round trips | bytes initiator -> responder | bytes responder -> initiator | time |",
             "|---|---|---|---|---|",
@@ -173,7 +173,7 @@ enum MeshBenchmark {
             let a = base.indices.filter { positions[$0] != true }.map { base[$0] }
             let b = base.indices.filter { positions[$0] != false }.map { base[$0] }
             var result: (have: Set<[UInt8]>, need: Set<[UInt8]>, roundTrips: Int, bytesAtoB: Int, bytesBtoA: Int)!
-            let seconds = measure { result = try! NegentropySession.reconcileInMemory(a, b, frameSizeLimit: 60_000) }
+            let seconds = measure { result = try! NegentropySession.reconcileInMemory(a, b, frameSizeLimit: PeerSession.reconcileFrameLimit) }
             precondition(result.have.count + result.need.count == differences, "reconciliation missed a difference")
             lines.append("| \(differences) | \(result.roundTrips) | \(result.bytesAtoB) | \(result.bytesBtoA) | \(String(format: "%.2f", seconds)) s |")
         }

@@ -115,7 +115,10 @@ extension Node {
     /// other sessions are served between parts.
     func serveQueued(_ slot: SessionSlot) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !slot.serving, slot.machine.chunksToServeCount > 0 || slot.machine.recordsToOfferCount > 0 else { return }
+        guard !slot.serving, slot.machine.chunksToServeCount > 0 || slot.machine.recordsToOfferCount > 0 else {
+            followUpRound(slot)  // the offers of a round that ended at its cap are all sent
+            return
+        }
         // Set until the next turn of the queue, which serves the next part if any is left.
         slot.serving = true
         slot.connection.whenDrained { [self] in

@@ -130,6 +130,8 @@ extension Node {
             for id in batch.ids { arriving.remove(id) }
             batchStored(by: batch.slot)
         }
+        var followed = Set<Int>()
+        for batch in waiting where followed.insert(batch.slot.id).inserted { followUpRound(batch.slot) }
     }
 
     /// CPU seconds the queue has spent storing received batches: benchmarks set it beside the

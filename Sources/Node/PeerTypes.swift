@@ -51,6 +51,11 @@ final class SessionSlot: @unchecked Sendable {
     var manualAddress: SocketAddress?
     /// Records received on this session so far.
     var recordsReceived = 0
+    /// Records received here when this node last started a round.
+    var receivedAtRoundStart = 0
+    /// The ids the last round asked for, when it ended at its cap with more to find: the next
+    /// round starts once they have arrived and are stored (`Node.followUpRound`).
+    var followUpAsked: Int?
     /// Records received plus records sent, as counted at the previous anti-entropy tick.
     var recordsMovedAtTick = 0
     /// When this node last started a reconciliation round here (when the session opened, before any).

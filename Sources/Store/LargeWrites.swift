@@ -19,12 +19,16 @@ enum LargeWriteContentState {
 /// all its pairs in one transaction, exactly as a kind-1 write's. A content that is not a valid
 /// write is never folded: the record stays stored (it is validly signed) and has no effect.
 ///
-/// The content is never held whole: it is read from the chunk store a chunk at a time, twice.
-/// The first pass hashes it (libsodium's streaming BLAKE2b) and checks it is a valid write
+/// The content is never held whole, nor any pair of the open zone: it is read from the chunk
+/// store a chunk at a time, twice, as a stream of events (`LargeWriteContent.read`). The first
+/// pass hashes it (libsodium's streaming BLAKE2b) and checks it is a valid write
 /// (`LargeWriteContent.validate(reading:)`), so that an invalid content changes nothing; the
-/// second folds its pairs one at a time. Memory is a chunk, one pair's bytes and value, and
-/// every pair's path (for the check that none is an ancestor of another), not the up to 256 MiB
-/// of content; reading 64 KiB chunks from the pack's map twice costs little next to the fold.
+/// second folds its pairs as they are read (`StreamedPairFold`): an open pair's leaves go to
+/// the tree one at a time, a zone's pair is built whole (one row, at most
+/// `LargeWrite.pairLimits.maxItems` items). Memory is a chunk, what the stream's checks hold
+/// (`PairStreamReader`), one zone pair, and every pair's path (for the check that none is an
+/// ancestor of another), not the up to 256 MiB of content nor a pair's value; reading 64 KiB
+/// chunks from the pack's map twice costs little next to the fold.
 ///
 /// The fold is still one transaction on the store's connection, on the node's queue: a reader
 /// must never see part of a large write, and a fold cut into transactions would show it in
@@ -49,12 +53,12 @@ extension Store {
     func foldLargeWrite(_ record: Record, _ write: LargeWrite, seq: Int64) throws {
         var scope = LargeWriteScope()
         try withPageCache(kib: largeWriteCacheKiB) {
-            var fold = PairFold(record: record, seq: seq)
-            try LargeWriteContent.forEachPair(reading: largeWriteSource(write, hash: nil)) { pair, encoded in
-                scope.add(pair.path)
-                try fold.apply(pair, in: self) { encoded }
+            var fold = StreamedPairFold(record: record, seq: seq, store: self)
+            try LargeWriteContent.read(largeWriteSource(write, hash: nil)) { event in
+                if case let .pair(path) = event { scope.add(path) }
+                try fold.take(event)
             }
-            try fold.finish(in: self)
+            try fold.finish()
         }
         noteLargeWriteScope(record.id, scope)
     }
@@ -108,10 +112,14 @@ extension Store {
         }
     }
 
-    /// Each pair of the held, valid content of `write` (`checkLargeWriteContent`), read from its
-    /// chunks (for the zones' folds, which read records again).
-    func forEachLargeWritePair(_ write: LargeWrite, _ body: (WritePair, ArraySlice<UInt8>) throws -> Void) throws {
-        try LargeWriteContent.forEachPair(reading: largeWriteSource(write, hash: nil), body)
+    /// Each pair inside a zone of the held, valid content of `write` (`checkLargeWriteContent`),
+    /// read from its chunks (for the zones' folds, which read records again). Only those are
+    /// built, each bounded as a zone's pair (`LargeWrite.pairLimits`); the open zone's pairs,
+    /// of any size, are read past.
+    func forEachLargeWriteZonePair(_ write: LargeWrite, _ body: (WritePair) throws -> Void) throws {
+        try LargeWriteContent.forEachPair(reading: largeWriteSource(write, hash: nil), where: { Zone.of($0) != .open }) { pair, _ in
+            try body(pair)
+        }
     }
 
     /// The chunks that the large writes waiting for their content still need, each once.

@@ -17,56 +17,116 @@ struct Materializer {
     /// Applies one open-zone pair (its value already stripped of zone content) with write-order
     /// key `order`.
     func apply(path: Path, value: JSONValue, order: [UInt8]) throws {
-        let key = StoreKey.of(path)
-        let ord = SQLValue.blob(order)
-        let ancestors = path.ancestors
+        var pair = try StreamedOpenPair(db: db, path: path, order: order)
+        try pair.insertLeaves(value, at: pair.key, isTop: true)
+        // A value given whole says itself whether it is null (an empty object is not).
+        try pair.finish(isSet: value != .null)
+    }
+}
 
-        // A non-null write turns every primitive above it into an object, if the primitive is older.
-        if value != .null {
-            for ancestor in ancestors {
-                try db.run("DELETE FROM leaves WHERE path = ? AND ord < ?", [.text(StoreKey.of(ancestor)), ord])
-            }
-        }
+/// One open-zone pair applied a leaf at a time, so that a pair read as a stream (a large
+/// write's, Protocol.md §3.7) is never built whole; `Materializer.apply` walks a value through
+/// it, so both fold alike.
+///
+/// The steps of a pair: if it is the newest write covering its path, older primitives at or
+/// below the path go, and its leaves are inserted except where a newer write below covers them
+/// (`newerCuts`) or made an object (`objectForced`); then, if the value had a leaf (it was not
+/// null), older primitives above it go, since it turned them into objects; last, the write is
+/// recorded at its path. Whether the value is null is known only once it is read (the zones
+/// stripped from it may leave nothing), which is why the ancestors are cleared at the end: they
+/// are strictly above every row the leaves touch, so the order does not change the result.
+struct StreamedOpenPair {
+    let db: Connection
+    let path: Path
+    /// The path's store key.
+    let key: String
+    let ord: SQLValue
+    /// Whether no write at or above the path is newer: otherwise the pair is hidden entirely.
+    let newest: Bool
+    private var newerCuts = Set<String>()
+    private var objectForced = Set<String>()
+    private var leaves: LeafBatch
+    /// Whether the value had a leaf so far, inserted or not.
+    private(set) var hasLeaves = false
 
-        // Is this the newest write covering `path`? If an ancestor or the path itself was
-        // written later, this pair is hidden entirely.
+    init(db: Connection, path: Path, order: [UInt8]) throws {
+        self.db = db
+        self.path = path
+        key = StoreKey.of(path)
+        ord = .blob(order)
+        leaves = LeafBatch(ord: ord)
         var newest = true
-        for cover in ancestors + [path] {
+        for cover in path.ancestors + [path] {
             if let existing = try db.first("SELECT ord FROM cuts WHERE path = ?", [.text(StoreKey.of(cover))], { $0.blob(0) }),
                !existing.lexicographicallyPrecedes(order) {
                 newest = false
                 break
             }
         }
-
-        if newest {
-            let (low, high) = StoreKey.descendants(key)
-            // Older primitives at or below the path are replaced.
-            try db.run("DELETE FROM leaves WHERE (path = ? OR (path >= ? AND path < ?)) AND ord < ?",
-                       [.text(key), .text(low), .text(high), ord])
-            // Newer writes below still hide parts of this value.
-            var newerCuts = Set<String>()
-            var objectForced = Set<String>()
-            try db.query("SELECT path, ord_set FROM cuts WHERE path >= ? AND path < ? AND ord > ?",
-                         [.text(low), .text(high), ord]) { row in
-                let cutPath = row.text(0)
-                newerCuts.insert(cutPath)
-                if !row.isNull(1), order.lexicographicallyPrecedes(row.blob(1)) {
-                    // Every strict ancestor of a newer non-null write is an object from then on.
-                    var prefix = cutPath
-                    while let slash = prefix.lastIndex(of: StoreKey.separator) {
-                        prefix = String(prefix[..<slash])
-                        if prefix.utf8.count < key.utf8.count { break }
-                        objectForced.insert(prefix)
-                    }
+        self.newest = newest
+        guard newest else { return }
+        let (low, high) = StoreKey.descendants(key)
+        // Older primitives at or below the path are replaced.
+        try db.run("DELETE FROM leaves WHERE (path = ? OR (path >= ? AND path < ?)) AND ord < ?",
+                   [.text(key), .text(low), .text(high), ord])
+        // Newer writes below still hide parts of this value.
+        try db.query("SELECT path, ord_set FROM cuts WHERE path >= ? AND path < ? AND ord > ?",
+                     [.text(low), .text(high), ord]) { row in
+            let cutPath = row.text(0)
+            newerCuts.insert(cutPath)
+            if !row.isNull(1), order.lexicographicallyPrecedes(row.blob(1)) {
+                // Every strict ancestor of a newer non-null write is an object from then on.
+                var prefix = cutPath
+                while let slash = prefix.lastIndex(of: StoreKey.separator) {
+                    prefix = String(prefix[..<slash])
+                    if prefix.utf8.count < key.utf8.count { break }
+                    objectForced.insert(prefix)
                 }
             }
-            var leaves = LeafBatch(ord: ord)
-            try insertLeaves(value, at: key, isTop: true, into: &leaves, newerCuts: newerCuts, objectForced: objectForced)
-            try leaves.flush(db)
         }
+    }
 
-        // Record this write at its path: the newest write there, and the newest non-null one.
+    /// Whether a newer write below covers the subtree at `key` (a strict descendant's).
+    func covers(_ key: String) -> Bool { newest && !newerCuts.isEmpty && newerCuts.contains(key) }
+
+    /// Takes a primitive (not null) of the value at store key `key`; `covered` if a newer write
+    /// covers it or a subtree above it (`covers`).
+    mutating func leaf(_ value: JSONValue, at key: String, covered: Bool) throws {
+        hasLeaves = true
+        guard newest, !covered, !objectForced.contains(key) else { return }
+        let (kind, stored) = try LeafValue.store(value, db)
+        try leaves.add(key, kind, stored, db)
+    }
+
+    /// Takes a whole value at `key`.
+    mutating func insertLeaves(_ value: JSONValue, at key: String, isTop: Bool, covered: Bool = false) throws {
+        let covered = covered || (!isTop && covers(key))
+        switch value {
+        case .null:
+            return
+        case let .object(members):
+            for (child, member) in members {
+                try insertLeaves(member, at: key + String(StoreKey.separator) + child, isTop: false, covered: covered)
+            }
+        case .array:
+            preconditionFailure("tree values hold no arrays")
+        default:
+            try leaf(value, at: key, covered: covered)
+        }
+    }
+
+    /// Ends the pair: its leaves written, primitives above a non-null value turned into objects,
+    /// and the write recorded at its path (the newest write there, and the newest non-null one).
+    /// `isSet` says whether the value was not null, when known otherwise than by its leaves.
+    mutating func finish(isSet: Bool? = nil) throws {
+        try leaves.flush(db)
+        let isSet = isSet ?? hasLeaves
+        if isSet {
+            // A non-null write turns every primitive above it into an object, if the primitive is older.
+            for ancestor in path.ancestors {
+                try db.run("DELETE FROM leaves WHERE path = ? AND ord < ?", [.text(StoreKey.of(ancestor)), ord])
+            }
+        }
         try db.run("""
             INSERT INTO cuts(path, ord, ord_set) VALUES (?, ?, ?)
             ON CONFLICT(path) DO UPDATE SET
@@ -74,27 +134,7 @@ struct Materializer {
                 ord_set = CASE WHEN excluded.ord_set IS NULL THEN ord_set
                                WHEN ord_set IS NULL THEN excluded.ord_set
                                ELSE max(ord_set, excluded.ord_set) END
-            """, [.text(key), ord, value == .null ? .null : ord])
-    }
-
-    private func insertLeaves(_ value: JSONValue, at key: String, isTop: Bool, into leaves: inout LeafBatch,
-                              newerCuts: Set<String>, objectForced: Set<String>) throws {
-        if !isTop && newerCuts.contains(key) { return }  // a newer write covers this subtree
-        switch value {
-        case .null:
-            return
-        case let .object(members):
-            for (child, member) in members {
-                try insertLeaves(member, at: key + String(StoreKey.separator) + child, isTop: false, into: &leaves,
-                                 newerCuts: newerCuts, objectForced: objectForced)
-            }
-        case .array:
-            preconditionFailure("tree values hold no arrays")
-        default:
-            if objectForced.contains(key) { return }
-            let (kind, stored) = try LeafValue.store(value, db)
-            try leaves.add(key, kind, stored, db)
-        }
+            """, [.text(key), ord, isSet ? ord : .null])
     }
 }
 

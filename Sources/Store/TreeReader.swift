@@ -16,7 +16,7 @@ extension Store {
         let store = self
         return ZoneStore(db: db, opener: { [unowned self] in self.openedPairs($0) }, largeWritePairs: { write, body in
             guard try store.checkLargeWriteContent(write) == .valid else { return false }
-            try store.forEachLargeWritePair(write) { pair, _ in try body(pair) }
+            try store.forEachLargeWriteZonePair(write, body)
             return true
         }, orderCache: zoneOrderCache)
     }

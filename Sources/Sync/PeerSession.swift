@@ -97,13 +97,21 @@ public struct PeerSession {
     private var offersSent = 0
     /// Records written to the peer so far (pushed, offered in a round, or answering a `want`).
     public private(set) var recordsSent = 0
+    /// Whether the last round ended at `maxRoundAskedIDs` or `maxRoundOfferedIDs` with the
+    /// reconciliation unfinished, so that a next round has more to find at once.
+    public private(set) var roundEndedAtCap = false
 
     /// The handshake's prologue: binds the protocol version into the handshake hash.
     public static let prologue = Array("lanchat/session/v1".utf8)
     /// Most record bytes sent in answer to one `want`.
     public static let maxWantAnswerBytes = 8 << 20
-    /// Negentropy messages are kept well inside one session frame.
-    public static let reconcileFrameLimit = 60_000
+    /// Negentropy messages are kept well inside one session frame (2 MiB). Why this large: a
+    /// round moves at most one message's worth of ids per round trip, and the initiator waits
+    /// for each reply on its node's queue, behind whatever batch it is storing. At 60,000 bytes
+    /// (about 1,870 ids a reply) a cold sync of a large store ran a round trip per 1,900 records
+    /// and the responder summed the fingerprint of its whole remaining set for each one; at
+    /// 500,000 bytes a reply carries about 15,600 ids.
+    public static let reconcileFrameLimit = 500_000
     /// A round ends once it has asked for this many ids, so that a peer naming ever more ids
     /// cannot grow `roundAsked` without end; the next round carries on where it stopped. (An
     /// honest peer reaches it only in a cold sync of more records than this.)
@@ -269,6 +277,7 @@ public struct PeerSession {
                 actions += send(.reconcile(next))
             } else {
                 endRound()
+                roundEndedAtCap = step.next != nil
                 actions.append(.roundComplete(sent: roundSent, requested: roundRequested))
             }
             return actions
@@ -402,6 +411,7 @@ public struct PeerSession {
             var session = try NegentropySession(items: source.reconciliationItems(), frameSizeLimit: Self.reconcileFrameLimit)
             let first = try session.initiate()
             reconciling = session
+            roundEndedAtCap = false
             roundSent = 0
             roundRequested = 0
             roundOffered = []

@@ -33,10 +33,15 @@ public struct LargeWrite: Hashable, Sendable {
     /// keeps per pair while it checks a content (its path) to well above the 100,000 children of
     /// a 16 MB update.
     public static let maxPairs = 262_144
-    /// Nesting and items of one pair of the content, each decoded on its own: a pair is at level
-    /// 1, so its value may nest as deep as in a kind-1 record (§2); 1,048,576 items hold an
-    /// object of 100,000 children of a few fields each set at once.
+    /// Nesting and items of one pair of the content, each checked on its own: a pair is at level
+    /// 1, so its value may nest as deep as in a kind-1 record (§2). Items bound only the pairs
+    /// inside a zone, which are built whole (a zone is one row): 1,048,576 hold far more than a
+    /// profile or a message. A pair in the open zone is read as a stream (`PairStreamReader`),
+    /// whatever its size.
     public static let pairLimits = CBORLimits(maxDepth: 38, maxItems: 1 << 20)
+    /// What the check of distinctness in NFC may remember at once while it reads a pair's value
+    /// (`KeyMemory`): each remembered key costs its NFC UTF-8 bytes plus 16.
+    public static let maxRememberedKeyBytes = 4 << 20
 
     /// The chunks' sizes and hashes as a manifest, so that they are fetched, checked, stored and
     /// served like a file's. Its type is only a label; it is never on the wire.
@@ -87,8 +92,8 @@ extension RecordCodec {
 }
 
 /// The content of a large write: the pairs of a write, `[+ [path, value]]`, the same bytes a
-/// kind-1 body would be, read one pair at a time so that a receiver never builds more than one
-/// pair's value at once.
+/// kind-1 body would be, read as a stream of events (`read`) so that a receiver never builds a
+/// pair's value unless it asks to (`forEachPair`, for pairs known to be small).
 public enum LargeWriteContent {
     /// The content of `pairs`: their kind-1 body encoding. The pairs must be a valid write
     /// (`check`) in increasing order of their paths, as `Store.write` sorts them.
@@ -119,7 +124,7 @@ public enum LargeWriteContent {
     /// Checks `content` whole against the rules of a write (§3.4, §5.1) but for the count of
     /// pairs (1 ... `LargeWrite.maxPairs`): paths in strictly increasing order as written, valid,
     /// none equal to or an ancestor of another in NFC, every value valid, nothing after the last
-    /// pair. Memory: one pair's value at a time, plus every pair's path.
+    /// pair. Memory: what `PairStreamReader` holds, plus every pair's path.
     public static func validate(_ content: ArraySlice<UInt8>) throws(RecordError) {
         do {
             try validate(reading: LargeWriteContentSource(whole: content))
@@ -131,19 +136,22 @@ public enum LargeWriteContent {
     }
 
     /// `validate` of a content read a piece at a time from `source` (the chunks of a large write
-    /// in the chunk store): memory is one pair's bytes and value, plus every pair's path, never
-    /// the content. A content that is not a valid write throws a `RecordError`; anything else
-    /// thrown is the source's own (a disk that fails), which says nothing of the content.
+    /// in the chunk store): memory is a piece, what `PairStreamReader` holds (never a pair's
+    /// value whole) and every pair's path, never the content. A content that is not a valid
+    /// write throws a `RecordError`; anything else thrown is the source's own (a disk that
+    /// fails), which says nothing of the content.
     public static func validate(reading source: LargeWriteContentSource) throws {
         var paths = [Path]()
-        try walk(source) { pair, _, _ in paths.append(pair.path) }
+        try read(source) { event in
+            if case let .pair(path) = event { paths.append(path) }
+        }
         try RecordCodec.checkDisjoint(paths)
     }
 
     /// Calls `body` with each pair of `content` (keys in NFC) and the canonical encoding of its
     /// value, in order. Unless `checked` (the caller ran `validate`), the whole content is
     /// checked first, so a caller applying pairs never applies part of a content that turns out
-    /// invalid.
+    /// invalid. Each value is built whole: for contents whose pairs are known to be small.
     public static func forEachPair(in content: ArraySlice<UInt8>, checked: Bool = false,
                                    _ body: (WritePair, ArraySlice<UInt8>) throws -> Void) throws {
         if !checked { try validate(content) }
@@ -151,18 +159,34 @@ public enum LargeWriteContent {
     }
 
     /// Calls `body` with each pair of a content read a piece at a time from `source`, which the
-    /// caller checked already (`validate(reading:)` over the same bytes): a content is read
-    /// twice, once to check it and once to apply it, rather than held between the two.
-    public static func forEachPair(reading source: LargeWriteContentSource,
+    /// caller checked already (`validate(reading:)` over the same bytes), among those whose
+    /// path `wanted` accepts: those are built whole, the others are read past without being
+    /// built. A content is read twice, once to check it and once to apply it, rather than held
+    /// between the two.
+    public static func forEachPair(reading source: LargeWriteContentSource, where wanted: (Path) -> Bool = { _ in true },
                                    _ body: (WritePair, ArraySlice<UInt8>) throws -> Void) throws {
-        try walk(source) { pair, encoded, respelled in
-            try body(pair, respelled ? TreeValueCodec.encode(pair.value).encoded()[...] : encoded)
+        var builder: ContentValueBuilder?
+        var path = Path.root
+        try read(source) { event in
+            switch event {
+            case let .pair(at):
+                path = at
+                builder = wanted(at) ? ContentValueBuilder() : nil
+            case .pairEnd:
+                guard let value = builder?.value else { return }
+                builder = nil
+                try body(WritePair(path: path, value: value), TreeValueCodec.encode(value).encoded()[...])
+            default:
+                builder?.add(event)
+            }
         }
     }
 
-    /// Decodes the pairs one at a time, checking each and the order of the paths as written.
-    private static func walk(_ source: LargeWriteContentSource,
-                             _ body: (WritePair, ArraySlice<UInt8>, Bool) throws -> Void) throws {
+    /// Reads a content's pairs in order as events (`ContentEvent`), checking each pair as it goes
+    /// (`PairStreamReader`) and the order of their paths as written; a pair's events are told
+    /// only while it is valid, and a pair that is not throws at its end. Whether paths are
+    /// disjoint is the caller's to check (`validate` does), since it needs them all.
+    public static func read(_ source: LargeWriteContentSource, _ body: (ContentEvent) throws -> Void) throws {
         var window = ContentWindow(source: source)
         let head: (count: UInt64, length: Int)
         do {
@@ -181,34 +205,10 @@ public enum LargeWriteContent {
         if let size = source.size, head.count > UInt64(max(0, size - head.length)) / 3 {
             throw RecordError.malformed(.truncated(offset: size))
         }
-        var previous: String?
-        for _ in 0..<head.count {
-            let decoded: (item: CBOR, bytes: ArraySlice<UInt8>)
-            do {
-                decoded = try window.decodeItem { bytes throws(CBORError) in
-                    let prefix = try CBORDecoder.decodePrefix(bytes, limits: LargeWrite.pairLimits)
-                    return (prefix.item, prefix.length)
-                }
-            } catch let error as CBORError {
-                throw RecordError.malformed(error)
-            }
-            guard case let .array(pair) = decoded.item, pair.count == 2, case let .text(pathText) = pair[0] else {
-                throw RecordError.invalidBody("a pair is an array of a text path and a value")
-            }
-            if let previous, !previous.utf8.lexicographicallyPrecedes(pathText.utf8) {
-                throw RecordError.invalidBody("paths not in strictly increasing order: \(previous) then \(pathText)")
-            }
-            previous = pathText
-            let path: Path
-            do { path = try Path(storageKey: pathText) } catch { throw RecordError.invalidPath("\(error)") }
-            var respelled = false
-            let value = try TreeValueCodec.decode(pair[1], at: path, respelled: &respelled)
-            // The value's bytes: the pair's, past its array head and its path.
-            let valueBytes = decoded.bytes.dropFirst(1 + CBOR.text(pathText).encoded().count)
-            try body(WritePair(path: path, value: value), valueBytes, respelled)
-        }
-        guard try window.atEnd() else {
-            throw RecordError.malformed(.trailingBytes(offset: window.offset))
+        var reader = PairStreamReader(window: window)
+        for _ in 0..<head.count { try reader.readPair(body) }
+        guard try reader.window.atEnd() else {
+            throw RecordError.malformed(.trailingBytes(offset: reader.window.offset))
         }
     }
 }
@@ -239,9 +239,10 @@ public struct LargeWriteContentSource {
 /// The bytes of a content between what was decoded and what was read: the item being decoded
 /// and the rest of the last piece read, never the content.
 ///
-/// Why it retries on truncation rather than decoding incrementally: the decoder builds one
-/// item from a contiguous buffer, and a pair is decoded whole anyway. The window grows to at
-/// least twice what it held at each retry, so a pair of n bytes is decoded at most about
+/// Pairs are read from it a head or a string at a time (`byte`, `bytes`, by
+/// `PairStreamReader`), so it holds at most one string and a piece. `decodeItem` decodes a whole
+/// item (the content's array head): it retries on truncation, the window growing to at least
+/// twice what it held at each retry, so an item of n bytes is decoded at most about
 /// log2(n / piece) times over a total of about 2n bytes, not once per piece.
 struct ContentWindow {
     let source: LargeWriteContentSource
@@ -288,6 +289,48 @@ struct ContentWindow {
                 throw error
             }
         }
+    }
+
+    /// The bytes left in the content past `offset`, when its size is known.
+    var remaining: Int? { source.size.map { $0 - offset } }
+
+    /// Bytes consumed since each `startRecording` still open, for the keys of a map, whose
+    /// encodings are compared with the previous key's (keys within keys nest).
+    private var recorded = [UInt8]()
+    private var marks = [Int]()
+
+    mutating func startRecording() { marks.append(recorded.count) }
+
+    /// The bytes consumed since the matching `startRecording`.
+    mutating func stopRecording() -> [UInt8] {
+        let mark = marks.removeLast()
+        let bytes = Array(recorded[mark...])
+        if marks.isEmpty { recorded.removeAll(keepingCapacity: true) }
+        return bytes
+    }
+
+    private mutating func consume(_ count: Int) {
+        if !marks.isEmpty { recorded.append(contentsOf: buffer[start..<start + count]) }
+        start += count
+    }
+
+    /// The next byte, consumed; throws `CBORError.truncated` past the content's end.
+    mutating func byte() throws -> UInt8 {
+        if start == buffer.count { try fill(1) }
+        guard start < buffer.count else { throw CBORError.truncated(offset: offset) }
+        let byte = buffer[start]
+        consume(1)
+        return byte
+    }
+
+    /// The next `count` bytes, consumed, or nil if the content ends before them. The window
+    /// holds them at once: a string of the content is held whole, never more than one.
+    mutating func bytes(_ count: Int) throws -> ArraySlice<UInt8>? {
+        try fill(count)
+        guard buffer.count - start >= count else { return nil }
+        let bytes = buffer[start..<start + count]
+        consume(count)
+        return bytes
     }
 
     /// Whether every byte was decoded and the content ends there.

@@ -16,12 +16,12 @@ struct NegentropyLimitTests {
         }
     }
 
-    @Test("a session's messages fill up to 60,000 bytes and never pass it")
+    @Test("a session's messages fill up to 500,000 bytes and never pass it")
     func sentMessageSize() throws {
         let limit = PeerSession.reconcileFrameLimit
-        #expect(limit == 60_000)
-        var initiator = try NegentropySession(items: Self.items(30_000), frameSizeLimit: limit)
-        var responder = try NegentropySession(items: Self.items(30_000, from: 15_000), frameSizeLimit: limit)
+        #expect(limit == 500_000)
+        var initiator = try NegentropySession(items: Self.items(120_000), frameSizeLimit: limit)
+        var responder = try NegentropySession(items: Self.items(120_000, from: 60_000), frameSizeLimit: limit)
         var message = try initiator.initiate()
         var sizes = [message.count]
         var have = 0, need = 0
@@ -35,7 +35,7 @@ struct NegentropyLimitTests {
             sizes.append(next.count)
             message = next
         }
-        #expect(have == 15_000 && need == 15_000)
+        #expect(have == 60_000 && need == 60_000)
         #expect(sizes.allSatisfy { $0 <= limit }, "largest message \(sizes.max() ?? 0)")
         #expect(sizes.contains { $0 > limit - 1_000 }, "no message came near the limit: \(sizes.max() ?? 0)")
     }

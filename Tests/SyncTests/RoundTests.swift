@@ -104,6 +104,7 @@ struct RoundTests {
         }
         #expect(recordsSent == 5)
         #expect(idsAsked.map(\.bytes) == fakes.map(\.bytes))
+        #expect(!session.roundEndedAtCap, "a round that finished has nothing more to find at once")
         #expect(!session.isReconciling)
 
         // Counted again from the start: a new round sends what the peer still lacks.
@@ -145,6 +146,7 @@ struct RoundTests {
         #expect(!session.isReconciling)
         #expect(replies == (cap + perReply - 1) / perReply, "the round ends at the reply that reaches the cap")
         #expect(asked == replies * perReply, "what that reply named is still asked for")
+        #expect(session.roundEndedAtCap, "the node is told to start the next round once these records are in")
     }
 
     @Test("a want is answered with records until they reach 8 MiB: the one that reaches it is the last")
