@@ -5,8 +5,8 @@ Usage: python big_values.py API_A API_B PID_A [PID_B]   (APIs as HOST:PORT; both
 On node A: a 10 MB string written by a plain REST PUT, and a 16 MB update of 100,000 children
 written by firebase-admin (which speaks REST); then, by plain HTTP, bodies above the 16 MiB kept
 in memory (spooled and streamed): a 64 MB PATCH of 100,000 children, with A's anonymous memory
-during the request bounded, and a 64 MB PUT of one object, with its figure reported (its fold
-decodes the one pair whole); with LANCHAT_BIG=1 also a PATCH near 256 MB. Each is read back
+during the request bounded, and a 64 MB PUT of one object, with its figure reported (its one
+pair's fold is bounded by the streamed fold, not by this intake); with LANCHAT_BIG=1 also a PATCH near 256 MB. Each is read back
 exactly on B. On node B, polled while it syncs: the update
 shows none of its children or all of them, never part; then both read back exactly. Node A's
 resident memory is sampled while it takes the update (its peak, VmHWM) and must come back near
