@@ -157,14 +157,16 @@ public enum WireChecks {
         }
     }
 
-    /// §3.4: paths distinct and none an ancestor of another once in NFC (their order as written
+    /// §3.4: paths distinct and none an ancestor of another once in NFC but across a zone's root (their order as written
     /// is checked on the bytes), values in tree form with NFC keys.
     static func checkPairs(_ pairs: [WritePair], _ t: FuzzTarget) throws(FuzzViolation) {
         for (index, pair) in pairs.enumerated() {
             try require(pair.path.segments.allSatisfy(CanonicalText.isNFC), t, "a key of \(pair.path) is not in NFC")
             for other in pairs[..<index] {
-                try require(!other.path.isAncestorOrSelf(of: pair.path) && !pair.path.isAncestorOrSelf(of: other.path), t,
-                            "\(other.path) and \(pair.path) meet in one write")
+                try require(other.path != pair.path, t, "\(pair.path) twice in one write")
+                for (upper, lower) in [(other.path, pair.path), (pair.path, other.path)] where upper.isAncestor(of: lower) {
+                    try require(Zone.pairsMayNest(upper, above: lower), t, "\(upper) and \(lower) meet in one zone of one write")
+                }
             }
             if pair.value != .null {
                 let normal = try? pair.value.normalized(at: pair.path)

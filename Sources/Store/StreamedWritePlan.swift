@@ -395,8 +395,8 @@ final class StreamedWritePlan {
     }
 
     /// The rules of a large write's content that `LargeWriteContent.check` enforces on the
-    /// in-memory writes' pairs: the count of pairs, no pair at or below another (a zone
-    /// cleared below a replaced subtree is one), and the content's size.
+    /// in-memory writes' pairs: the count of pairs, no pair at or below another but across a
+    /// zone's root (`Zone.pairsMayNest`), and the content's size.
     func checkLarge() throws {
         // A write into a private conversation is sealed (Protocol.md §11.4), which a large
         // write made here never is; a small one goes through `Store.write`, which seals it.
@@ -407,9 +407,9 @@ final class StreamedWritePlan {
         if pairCount > 1 {
             try db.query("SELECT pair FROM pair WHERE always = 1 OR full = 1 ORDER BY pair") { row in
                 let path = try Path(storageKey: String(decoding: row.blob(0).dropFirst(), as: UTF8.self))
-                for ancestor in path.ancestors where try db.scalarInt(
+                for ancestor in path.ancestors where try !Zone.pairsMayNest(ancestor, above: path) && db.scalarInt(
                     "SELECT count(*) FROM pair WHERE pair = ? AND (always = 1 OR full = 1)", [.blob(Self.pairKey(ancestor))]) == 1 {
-                    throw RecordError.invalidBody("\(ancestor) is an ancestor of \(path) in the same write")
+                    throw RecordError.invalidBody("\(ancestor) is an ancestor of \(path) in the same zone of the write")
                 }
             }
         }

@@ -31,6 +31,13 @@ public enum Zone: Hashable, Sendable {
     /// The zone of a path.
     public static func of(_ path: Path) -> Zone { of(path.segments) }
 
+    /// Whether two pairs of one write may lie one above the other (Protocol.md §3.4): only across
+    /// a zone's root, `ancestor` in the open zone and `path` in a protected zone. They never act
+    /// on each other, as an open pair leaves zones alone and a zone folds only its own pairs.
+    public static func pairsMayNest(_ ancestor: Path, above path: Path) -> Bool {
+        of(ancestor) == .open && of(path) != .open
+    }
+
     /// The root path of the zone; the tree root for the open zone. The keys came from a valid
     /// path (`of`), so they are not validated again: this runs several times for every pair a
     /// sync stores, and checking keys was the largest single cost of applying a message.

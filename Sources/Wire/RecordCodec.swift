@@ -106,7 +106,12 @@ enum RecordCodec {
         try checkDisjoint(pairs.map(\.path))
     }
 
-    /// No two of `paths` (NFC, as `Path` holds them) are equal, and none is an ancestor of another.
+    /// No two of `paths` (NFC, as `Path` holds them) are equal, and none is an ancestor of another
+    /// but across a zone's root (Protocol.md §3.4): a path outside the protected zones may lie
+    /// above one inside a zone. Writers need that: a set of `/conversations/c` that carries
+    /// messages, or clears the writer's own, is split into a pair at `/conversations/c` and one
+    /// at each message (§5.4). Such pairs never act on each other (an open pair leaves zones
+    /// alone; a zone folds only its own pairs), so a record's pairs still fold alike in any order.
     static func checkDisjoint(_ pathList: [Path]) throws(RecordError) {
         guard pathList.count > 1 else { return }
         // Sorted bytewise, a path's descendants directly follow it, so checking neighbours is
@@ -118,7 +123,8 @@ enum RecordCodec {
         }
         for path in pathList {
             for ancestor in path.ancestors where paths.contains(ancestor) {
-                throw .invalidBody("\(ancestor) is an ancestor of \(path) in the same write")
+                if Zone.pairsMayNest(ancestor, above: path) { continue }
+                throw .invalidBody("\(ancestor) is an ancestor of \(path) in the same zone of the write")
             }
         }
     }

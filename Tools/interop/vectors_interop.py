@@ -403,10 +403,23 @@ def check_write(body, max_pairs=None):
     require(len(set(nfc)) == len(nfc), "two paths are equal in NFC")
     held = set(nfc)
     for p in nfc:
-        # Every ancestor of p, the root included: none may be another pair's path.
+        # Every ancestor of p, the root included: none may be another pair's path, but across a
+        # zone's root (an open path above a path in a zone).
         parts = p.split(b"/")
         for i in range(1, len(parts)):
-            require(b"/".join(parts[:i]) not in held, "one path is an ancestor of another")
+            ancestor = b"/".join(parts[:i])
+            if ancestor in held and not (zone_of(ancestor) is None and zone_of(p) is not None):
+                require(False, "one path is an ancestor of another in the same zone")
+
+
+def zone_of(path):
+    """The protected zone of a path (Protocol.md §5.4) as a tuple, None for the open zone."""
+    keys = path.split(b"/")[1:] if path else []
+    if len(keys) >= 2 and keys[0] == b"users":
+        return (b"users", keys[1])
+    if len(keys) >= 4 and keys[0] == b"conversations" and keys[2] == b"messages":
+        return (b"conversations", keys[1], keys[3])
+    return None
 
 
 def check_manifest(body):
