@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import SQLite
 import Store
+import TestSupport
 import Tree
 import Wire
 
@@ -25,29 +26,6 @@ enum LargeWriteBenchmark {
         let anonGrowth: Int
     }
 
-    /// The highest RssAnon of this process while `body` runs, sampled on another thread.
-    static func sampledAnonPeak<T>(_ body: () throws -> T) rethrows -> (T, Int) {
-        let peak = AnonPeak()
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            while true {
-                let anon = status("RssAnon")
-                peak.lock.lock()
-                peak.value = max(peak.value, anon)
-                let go = peak.running
-                peak.lock.unlock()
-                if !go { break }
-                usleep(5_000)
-            }
-            done.signal()
-        }
-        let result = try body()
-        peak.lock.lock()
-        peak.running = false
-        peak.lock.unlock()
-        done.wait()
-        return (result, peak.value)
-    }
 
     static func run(_ options: BenchOptions) throws -> BenchSection {
         let children = options.quick ? 10_000 : 100_000
@@ -120,12 +98,12 @@ enum LargeWriteBenchmark {
         _ = try store.ingest([record], nowMillis: UInt64(Date().timeIntervalSince1970 * 1000))
         let slices = chunks.map { $0[...] }
         resetPeak()
-        let rssBefore = status("VmRSS")
-        let anonBefore = status("RssAnon")
+        let rssBefore = ProcessMemory.status("VmRSS")
+        let anonBefore = ProcessMemory.status("RssAnon")
         let cpuBefore = cpuSeconds()
-        let (outcome, anonPeak) = try sampledAnonPeak { try store.importLargeWriteChunks(slices) }
+        let (outcome, anonPeak) = try ProcessMemory.peak(everyMicroseconds: 5_000) { try store.importLargeWriteChunks(slices) }
         let cpu = cpuSeconds() - cpuBefore
-        let peak = status("VmHWM")
+        let peak = ProcessMemory.status("VmHWM")
         guard outcome.applied.count == 1, try store.value(at: path) == expected else { throw BenchFailure("the fold did not give the value") }
         return Fold(cpu: cpu, peakGrowth: max(0, peak - rssBefore), anonGrowth: max(0, anonPeak - anonBefore))
     }
@@ -177,20 +155,4 @@ enum LargeWriteBenchmark {
         _ = write(descriptor, "5", 1)
         close(descriptor)
     }
-
-    /// A figure of /proc/self/status in bytes.
-    static func status(_ field: String) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
-            return (Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) ?? 0) * 1024
-        }
-        return 0
-    }
-}
-
-/// The highest figure seen by a sampling thread, and whether to go on sampling.
-private final class AnonPeak: @unchecked Sendable {
-    let lock = NSLock()
-    var value = 0
-    var running = true
 }

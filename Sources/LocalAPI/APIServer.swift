@@ -169,6 +169,20 @@ final class APIConnection {
     /// When the client last sent bytes or a response was last written (monotonic seconds).
     private var lastActivity = monotonicSeconds()
 
+    /// A body sent a piece at a time is done: the next pipelined request is read and answered,
+    /// or the connection closes once its writes are out.
+    private func finishBody(keepAlive: Bool) {
+        sendingBody = false
+        lastActivity = monotonicSeconds()
+        if keepAlive {
+            connection.resumeReading()
+            process()
+        } else {
+            closing = true
+            connection.shutdownAfterWrites()
+        }
+    }
+
     /// Unsent response bytes beyond which no further pipelined request is answered (and no more
     /// is read) until the client has taken them: a client that pipelines requests without
     /// reading cannot make the node hold an unbounded pile of responses.
@@ -365,17 +379,7 @@ final class APIConnection {
         }
         sendingBody = true
         connection.pauseReading()
-        let finish = { [self] in
-            sendingBody = false
-            lastActivity = monotonicSeconds()
-            if keepAlive {
-                connection.resumeReading()
-                process()
-            } else {
-                closing = true
-                connection.shutdownAfterWrites()
-            }
-        }
+        let finish = { [self] in finishBody(keepAlive: keepAlive) }
         let begin = { [self] (etag: String?) in
             if let etag, let match = request.header("if-none-match"), match == etag {
                 var response = HTTPResponse(status: 304, headers: APIResponse.common + [("ETag", etag)])
@@ -456,15 +460,7 @@ final class APIConnection {
             while connection.pendingWriteBytes < APIConnection.maxPendingResponseBytes {
                 guard let piece = try reader.next() else {
                     spool.remove()
-                    sendingBody = false
-                    lastActivity = monotonicSeconds()
-                    if keepAlive {
-                        connection.resumeReading()
-                        process()
-                    } else {
-                        closing = true
-                        connection.shutdownAfterWrites()
-                    }
+                    finishBody(keepAlive: keepAlive)
                     return
                 }
                 connection.write(Array(piece))

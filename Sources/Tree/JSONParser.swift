@@ -292,11 +292,11 @@ struct JSONParser {
                 index += 2
                 let trail = try parseHex4()
                 guard (0xDC00...0xDFFF).contains(trail) else { throw .loneSurrogate(offset: start) }
-                appendUTF8(0x10000 + ((unit - 0xD800) << 10) + (trail - 0xDC00), to: &out)
+                Self.appendUTF8(0x10000 + ((unit - 0xD800) << 10) + (trail - 0xDC00), to: &out)
             case 0xDC00...0xDFFF:
                 throw .loneSurrogate(offset: start)
             default:
-                appendUTF8(unit, to: &out)
+                Self.appendUTF8(unit, to: &out)
             }
         default:
             throw .invalidEscape(offset: start)
@@ -321,8 +321,8 @@ struct JSONParser {
         return value
     }
 
-    /// Encodes a Unicode scalar value (never a surrogate) as UTF-8.
-    private func appendUTF8(_ scalar: UInt32, to out: inout [UInt8]) {
+    /// Encodes a Unicode scalar value (never a surrogate) as UTF-8 (also for `JSONStreamReader`).
+    static func appendUTF8(_ scalar: UInt32, to out: inout [UInt8]) {
         switch scalar {
         case 0..<0x80:
             out.append(UInt8(scalar))

@@ -332,11 +332,11 @@ public struct JSONStreamReader {
                 index += 1
                 let trail = try hex4()
                 guard (0xDC00...0xDFFF).contains(trail) else { throw JSONError.loneSurrogate(offset: start) }
-                Self.appendUTF8(0x10000 + ((unit - 0xD800) << 10) + (trail - 0xDC00), to: &out)
+                JSONParser.appendUTF8(0x10000 + ((unit - 0xD800) << 10) + (trail - 0xDC00), to: &out)
             case 0xDC00...0xDFFF:
                 throw JSONError.loneSurrogate(offset: start)
             default:
-                Self.appendUTF8(unit, to: &out)
+                JSONParser.appendUTF8(unit, to: &out)
             }
         default:
             throw JSONError.invalidEscape(offset: start)
@@ -358,24 +358,5 @@ public struct JSONStreamReader {
             index += 1
         }
         return value
-    }
-
-    private static func appendUTF8(_ scalar: UInt32, to out: inout [UInt8]) {
-        switch scalar {
-        case 0..<0x80:
-            out.append(UInt8(scalar))
-        case 0x80..<0x800:
-            out.append(UInt8(0xC0 | (scalar >> 6)))
-            out.append(UInt8(0x80 | (scalar & 0x3F)))
-        case 0x800..<0x10000:
-            out.append(UInt8(0xE0 | (scalar >> 12)))
-            out.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
-            out.append(UInt8(0x80 | (scalar & 0x3F)))
-        default:
-            out.append(UInt8(0xF0 | ((scalar >> 18) & 0x07)))
-            out.append(UInt8(0x80 | ((scalar >> 12) & 0x3F)))
-            out.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
-            out.append(UInt8(0x80 | (scalar & 0x3F)))
-        }
     }
 }

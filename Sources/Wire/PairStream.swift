@@ -157,13 +157,7 @@ struct PairStreamReader {
             var written: String?
             if keyHead.major == 3 { written = try text(keyHead) } else { try skipRest(of: keyHead, depth: depth + 1) }
             let keyBytes = window.stopRecording()
-            if let previousKey {
-                if previousKey == keyBytes { throw RecordError.malformed(.duplicateKey(offset: keyHead.start)) }
-                guard previousKey.lexicographicallyPrecedes(keyBytes) else {
-                    throw RecordError.malformed(.nonCanonical(offset: keyHead.start, reason: "map keys not in bytewise order"))
-                }
-            }
-            previousKey = keyBytes
+            try Self.checkKeyOrder(keyBytes, after: &previousKey, offset: keyHead.start)
             var childLength = byteLength
             if checking {
                 if let written {
@@ -331,13 +325,7 @@ struct PairStreamReader {
                 let keyHead = try self.head(depth: depth + 1)
                 try skipRest(of: keyHead, depth: depth + 1)
                 let keyBytes = window.stopRecording()
-                if let previousKey {
-                    if previousKey == keyBytes { throw RecordError.malformed(.duplicateKey(offset: keyHead.start)) }
-                    guard previousKey.lexicographicallyPrecedes(keyBytes) else {
-                        throw RecordError.malformed(.nonCanonical(offset: keyHead.start, reason: "map keys not in bytewise order"))
-                    }
-                }
-                previousKey = keyBytes
+                try Self.checkKeyOrder(keyBytes, after: &previousKey, offset: keyHead.start)
                 try skipRest(of: try self.head(depth: depth + 1), depth: depth + 1)
             }
         case 6:
@@ -346,6 +334,18 @@ struct PairStreamReader {
             if head.info >= 20, head.info <= 22 { return }
             _ = try float(head)
         }
+    }
+
+    /// A map's keys in deterministic CBOR: each encoding bytewise after the one before, so
+    /// none repeats (`previous` is the last key's encoding, nil before the first).
+    static func checkKeyOrder(_ key: [UInt8], after previous: inout [UInt8]?, offset: Int) throws(RecordError) {
+        if let before = previous {
+            if before == key { throw .malformed(.duplicateKey(offset: offset)) }
+            guard before.lexicographicallyPrecedes(key) else {
+                throw .malformed(.nonCanonical(offset: offset, reason: "map keys not in bytewise order"))
+            }
+        }
+        previous = key
     }
 }
 

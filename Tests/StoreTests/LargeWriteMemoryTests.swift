@@ -24,37 +24,8 @@ struct LargeWriteMemoryTests {
     }
 
     /// The anonymous resident memory of this process, in bytes.
-    static func anonymousMemory() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") {
-            return (line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) * 1024
-        }
-        return 0
-    }
+    static func anonymousMemory() -> Int { ProcessMemory.status("RssAnon") }
 
-    /// Samples the anonymous memory on another thread while `body` runs; returns the peak.
-    static func peakAnonymousMemory<T>(_ body: () throws -> T) rethrows -> (T, Int) {
-        let peak = MemoryPeak()
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            while true {
-                let anon = anonymousMemory()
-                peak.lock.lock()
-                peak.value = max(peak.value, anon)
-                let go = peak.running
-                peak.lock.unlock()
-                if !go { break }
-                usleep(2_000)
-            }
-            done.signal()
-        }
-        let result = try body()
-        peak.lock.lock()
-        peak.running = false
-        peak.lock.unlock()
-        done.wait()
-        return (result, max(peak.value, anonymousMemory()))
-    }
 
     static func head(_ major: UInt8, _ argument: UInt64, into out: inout [UInt8]) {
         let m = major << 5
@@ -133,7 +104,7 @@ struct LargeWriteMemoryTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (record, size) = try storeContent(leaves: leaves, in: store)
         let before = Self.settledAnonymousMemory()
-        let (report, peak) = try Self.peakAnonymousMemory { try store.ingest([record], nowMillis: now) }
+        let (report, peak) = try ProcessMemory.peak { try store.ingest([record], nowMillis: now) }
         #expect(report.added == 1)
         #expect(try !store.hasPendingLargeWrites)
         // Every leaf is in the tree, with its value.
@@ -151,7 +122,7 @@ struct LargeWriteMemoryTests {
         var content = [UInt8]()
         Self.content(leaves: leaves, chunkSize: 1 << 20) { content += $0 }
         let before = Self.settledAnonymousMemory()
-        let (value, peak) = try Self.peakAnonymousMemory { () throws -> JSONValue in
+        let (value, peak) = try ProcessMemory.peak { () throws -> JSONValue in
             let prefix = try CBORDecoder.decodePrefix(content.dropFirst(1), limits: LargeWrite.pairLimits)
             guard case let .array(pair) = prefix.item else { return .null }
             return try TreeValueCodec.decode(pair[1], at: try Path("/big"))
@@ -219,11 +190,4 @@ struct LargeWriteMemoryTests {
         #expect(size >= 100_000_000)
         #expect(growth < 64 << 20)
     }
-}
-
-/// The peak a sampling thread saw, and whether it should go on sampling.
-private final class MemoryPeak: @unchecked Sendable {
-    let lock = NSLock()
-    var value = 0
-    var running = true
 }
