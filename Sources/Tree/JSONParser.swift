@@ -240,24 +240,28 @@ struct JSONParser {
         }
     }
 
+    /// The length of a multi-byte UTF-8 sequence that starts with `lead`, and the range its
+    /// second byte must lie in (which rules out overlong forms, encoded surrogates and code
+    /// points above U+10FFFF); nil when `lead` starts none. Also for `JSONStreamReader`.
+    static func utf8Sequence(lead: UInt8) -> (length: Int, low: UInt8, high: UInt8)? {
+        switch lead {
+        case 0xC2...0xDF: return (2, 0x80, 0xBF)
+        case 0xE0: return (3, 0xA0, 0xBF)
+        case 0xE1...0xEC, 0xEE...0xEF: return (3, 0x80, 0xBF)
+        case 0xED: return (3, 0x80, 0x9F)
+        case 0xF0: return (4, 0x90, 0xBF)
+        case 0xF1...0xF3: return (4, 0x80, 0xBF)
+        case 0xF4: return (4, 0x80, 0x8F)
+        default: return nil
+        }
+    }
+
     /// Validates one multi-byte UTF-8 sequence (rejecting overlong forms,
     /// encoded surrogates and code points above U+10FFFF) and copies it.
     private mutating func copyMultiByteSequence(into out: inout [UInt8]) throws(JSONError) {
         let start = index
         let lead = bytes[start]
-        let length: Int
-        var low: UInt8 = 0x80
-        var high: UInt8 = 0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; low = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; high = 0x9F
-        case 0xF0: length = 4; low = 0x90
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; high = 0x8F
-        default: throw .invalidUTF8(offset: start)
-        }
+        guard let (length, low, high) = Self.utf8Sequence(lead: lead) else { throw .invalidUTF8(offset: start) }
         guard bytes.count - start >= length else { throw .invalidUTF8(offset: start) }
         for position in 1..<length {
             let byte = bytes[start + position]
