@@ -320,31 +320,16 @@ final class StreamedWritePlan {
     /// A server value's spec, read whole: it is small when valid, and one too large to be
     /// valid is refused as the in-memory resolver refuses it, once read to its end.
     private func readSmallValue(_ reader: inout JSONStreamReader) throws -> JSONValue {
-        var stack = [(members: [String: JSONValue]?, items: [JSONValue], key: String?)]()
+        var builder = JSONValueBuilder()
         var events = 0
         while let event = try reader.next() {
             events += 1
-            var done: JSONValue?
-            switch event {
-            case let .scalar(value): done = value
-            case .objectStart: stack.append(([:], [], nil))
-            case .arrayStart: stack.append((nil, [], nil))
-            case let .key(key): stack[stack.count - 1].key = key
-            case .objectEnd: done = .object(stack.removeLast().members ?? [:])
-            case .arrayEnd: done = .array(stack.removeLast().items)
-            }
+            let value = builder.take(event)
             if events > 1024 {
-                for _ in stack { try skipValue(&reader, .objectStart) }
+                for _ in 0..<builder.depth { try skipValue(&reader, .objectStart) }
                 throw TreeError.invalidServerValue
             }
-            guard let value = done else { continue }
-            guard !stack.isEmpty else { return value }
-            let top = stack.count - 1
-            if stack[top].members != nil {
-                stack[top].members![stack[top].key ?? ""] = value
-            } else {
-                stack[top].items.append(value)
-            }
+            if let value { return value }
         }
         throw JSONError.unexpectedEnd(offset: 0, expected: "a value")
     }

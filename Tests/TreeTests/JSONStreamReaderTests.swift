@@ -15,27 +15,11 @@ struct JSONStreamReaderTests {
             defer { offset += piece }
             return text[offset..<min(text.count, offset + piece)]
         }
-        var stack: [(members: [String: JSONValue]?, items: [JSONValue], key: String?)] = []
+        var builder = JSONValueBuilder()
         var result: JSONValue?
         do {
             while let event = try reader.next() {
-                var done: JSONValue?
-                switch event {
-                case let .scalar(value): done = value
-                case .objectStart: stack.append(([:], [], nil))
-                case .arrayStart: stack.append((nil, [], nil))
-                case let .key(key): stack[stack.count - 1].key = key
-                case .objectEnd: done = .object(stack.removeLast().members ?? [:])
-                case .arrayEnd: done = .array(stack.removeLast().items)
-                }
-                guard let value = done else { continue }
-                if stack.isEmpty {
-                    result = value
-                } else if stack[stack.count - 1].members != nil {
-                    stack[stack.count - 1].members![stack[stack.count - 1].key!] = value
-                } else {
-                    stack[stack.count - 1].items.append(value)
-                }
+                if let value = builder.take(event) { result = value }
             }
         } catch let error as JSONError {
             return .failure(error)
