@@ -53,6 +53,20 @@ final class ProcessProbe: @unchecked Sendable {
         return (anon, file)
     }
 
+    /// CPU seconds (user and system, every thread) `pid` has used, from /proc/PID/stat; nil once
+    /// it is gone.
+    static func cpuSeconds(of pid: Int32) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        // After "pid (comm)" come the state (field 3) and numbers; utime and stime are fields 14 and 15.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// The CPU seconds used so far.
+    var cpuSeconds: Double? { ProcessProbe.cpuSeconds(of: process.processIdentifier) }
+
     /// The memory now.
     var current: (anon: Int, file: Int)? { ProcessProbe.memory(of: process.processIdentifier) }
 

@@ -136,6 +136,18 @@ public struct CBORDecoder {
         }
     }
 
+    /// The text of a text string's bytes, or nil when they are not UTF-8. ASCII (keys, push ids,
+    /// paths: most text of a record) is taken as it is; other text is checked by the standard
+    /// library, whose generic validating initializer looks up type metadata on each call, a
+    /// visible share of decoding the records of a cold sync.
+    static func text(_ raw: ArraySlice<UInt8>) -> String? {
+        raw.withUnsafeBufferPointer { buffer in
+            var high: UInt8 = 0
+            for byte in buffer { high |= byte }
+            return high < 0x80 ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
+        }
+    }
+
     private mutating func item(depth: Int) throws(CBORError) -> CBOR {
         let start = offset
         items += 1
@@ -149,7 +161,7 @@ public struct CBORDecoder {
         case 2: return .bytes(Array(try take(try argument(info, at: start))))
         case 3:
             let raw = try take(try argument(info, at: start))
-            guard let text = String(validating: raw, as: UTF8.self) else { throw .invalidUTF8(offset: start) }
+            guard let text = CBORDecoder.text(raw) else { throw .invalidUTF8(offset: start) }
             return .text(text)
         case 4, 5:
             guard depth < limits.maxDepth else { throw .limitExceeded(offset: start, reason: "nesting deeper than \(limits.maxDepth)") }

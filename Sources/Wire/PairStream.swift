@@ -273,7 +273,7 @@ struct PairStreamReader {
 
     private mutating func text(_ head: Head) throws -> String {
         let raw = try take(head.argument)
-        guard let text = String(validating: raw, as: UTF8.self) else { throw RecordError.malformed(.invalidUTF8(offset: head.start)) }
+        guard let text = CBORDecoder.text(raw) else { throw RecordError.malformed(.invalidUTF8(offset: head.start)) }
         return text
     }
 
@@ -311,7 +311,7 @@ struct PairStreamReader {
         case 0, 1: return
         case 2, 3:
             let raw = try take(head.argument)
-            if head.major == 3, String(validating: raw, as: UTF8.self) == nil {
+            if head.major == 3, CBORDecoder.text(raw) == nil {
                 throw RecordError.malformed(.invalidUTF8(offset: head.start))
             }
         case 4:

@@ -55,6 +55,24 @@ struct CBORTests {
         #expect(throws: CBORError.self, "\(why)") { try CBORDecoder.decode(Hex.decode(hex)!) }
     }
 
+    /// Text strings take a shortcut when they are ASCII; the verdict and the text must still be
+    /// the standard library's for any bytes: ASCII, valid UTF-8 of every length, and bytes made
+    /// invalid (a stray continuation, a truncated sequence, a surrogate, an overlong form, 0xFF).
+    @Test("text strings decode as the standard library validates them, ASCII or not")
+    func textStrings() {
+        var random = SplitMix64(seed: 41)
+        let pieces: [[UInt8]] = [Array("a".utf8), Array("ü".utf8), Array("水".utf8), Array("😀".utf8), [0x7F], [0x00],
+                                 [0x80], [0xC3], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0xF0, 0x9F, 0x98], [0xFF]]
+        for _ in 0..<4000 {
+            let count = Int.random(in: 0...12, using: &random)
+            let bytes = (0..<count).flatMap { _ in pieces[Int.random(in: 0..<(Int.random(in: 0...1, using: &random) == 0 ? 2 : pieces.count), using: &random)] }
+            let expected = String(validating: bytes, as: UTF8.self)
+            #expect(CBORDecoder.text(bytes[...]) == expected, "\(Hex.encode(bytes))")
+            let item = CBOR.text(expected ?? "").encoded()
+            if let expected, let decoded = try? CBORDecoder.decode(item) { #expect(decoded == .text(expected)) }
+        }
+    }
+
     @Test("nesting beyond the limit is refused without deep recursion")
     func depthLimit() {
         let deep = [UInt8](repeating: 0x81, count: 100_000) + [0x00]
