@@ -7,19 +7,25 @@ extension Store {
     /// index allows it.
     ///
     /// A zone list (`/users`, `/conversations/$cid/messages`) that holds children is answered from
-    /// its order index (`ZoneOrders`): one range scan for the keys, then one row per child kept,
-    /// so `limitToLast=20` costs the same for ten messages or a million. Other locations are read
-    /// whole and filtered.
+    /// an index (`ZoneOrders`): by key from the zones' own, otherwise from its order rows; one
+    /// range scan for the keys, then one row per child kept, so `limitToLast=20` costs the same
+    /// for ten messages or a million. Other locations are read whole and filtered.
     public func query(_ query: FirebaseQuery, at path: Path) throws -> JSONValue {
         if ZoneOrders.isZoneList(path), let answer = try indexedQuery(query, at: path) { return answer }
         return query.apply(to: try value(at: path))
     }
 
-    /// The answer from the list's order index, declaring it on first use; nil when the list has
+    /// The answer from the list's keys in `zones` or its order index, declaring the ordering on
+    /// first use; nil when the list has
     /// no children (then its value is null or a primitive of the open zone, and the reference
     /// answers) or has no room for another ordering.
     private func indexedQuery(_ query: FirebaseQuery, at list: Path) throws -> JSONValue? {
         let orders = zones.orders
+        if let answer = try readTransaction({ () throws -> JSONValue?? in
+            guard let keys = try orders.keysByZone(list: list, query: query) else { return .none }
+            guard try hasZoneChildren(list) else { return .some(nil) }
+            return .some(try members(of: list, keys: keys))
+        }) { return answer }
         let field = ZoneOrders.field(query.order)
         let listKey = StoreKey.of(list)
         var id = try db.first("SELECT id FROM zone_orders WHERE list = ? AND field = ?", [.text(listKey), .text(field)]) { $0.int64(0) }
@@ -30,14 +36,20 @@ extension Store {
         guard let id else { return nil }
         return try readTransaction {
             guard try hasZoneChildren(list) else { return nil }
-            var members: [String: JSONValue] = [:]
-            for key in try orders.keys(id, query: query) {
-                let zone = Zone.of(try list.appending(key))
-                let value = try zones.value(of: zone)
-                if value != .null { members[key] = value }
-            }
-            return .object(members)
+            return try members(of: list, keys: orders.keys(id, query: query))
         }
+    }
+
+    /// The object of the children `keys` names in `list`, each read from its zone (a child with
+    /// no value, deleted or disputed, is left out).
+    private func members(of list: Path, keys: [String]) throws -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        for key in keys {
+            let zone = Zone.of(try list.appending(key))
+            let value = try zones.value(of: zone)
+            if value != .null { members[key] = value }
+        }
+        return .object(members)
     }
 
     /// Whether any zone directly below the zone list `list` has a value.

@@ -57,7 +57,7 @@ struct ZoneStore {
         }
         if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
             let value = JSONValue.null.setting(relative, to: pair.value)
-            if case .message = zone, let list = zone.root.parent { try orders.declareKeyOrder(list: list) }
+            if let list = root.parent, let key = root.key, ZoneOrders.isZoneList(list) { try orders.zoneCreated(list: list, key: key) }
             try orders.zoneChanged(zone, old: .null, new: value)
             try noteReferences(zone, value)
             return
