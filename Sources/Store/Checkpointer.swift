@@ -22,11 +22,13 @@ final class BackgroundCheckpointer: @unchecked Sendable {
 
     /// Takes over the checkpoints of `writer`, a connection to the file at `path`: its commits
     /// now only report the WAL's size here (`committed`). The writer keeps this checkpointer
-    /// alive through its hook. By default a checkpoint runs at SQLite's own threshold (1,000
-    /// pages, some 4 MB of 4 KiB pages).
-    init(for writer: Connection, path: String, framesPerCheckpoint: Int = 1000) throws(SQLiteError) {
+    /// alive through its hook. A checkpoint runs every `bytesPerCheckpoint` of WAL growth, by
+    /// default 4 MiB: SQLite's own threshold (1,000 pages) for 4 KiB pages, and the same bytes
+    /// for a file of larger pages, so that the WAL a busy writer leaves behind stays as small.
+    init(for writer: Connection, path: String, bytesPerCheckpoint: Int = 4 << 20) throws(SQLiteError) {
         connection = try Connection(path: path, vfs: writer.vfs)
-        self.framesPerCheckpoint = framesPerCheckpoint
+        let pageSize = Int(try writer.scalarInt("PRAGMA page_size") ?? 4096)
+        framesPerCheckpoint = max(1, bytesPerCheckpoint / max(pageSize, 512))
         writer.setWALHook { [self] frames in committed(walFrames: frames) }
     }
 

@@ -108,6 +108,13 @@ public final class Store {
         self.disk = disk
         do {
             db = try Connection(path: path, vfs: disk.vfs)
+            // A new store takes 16 KiB pages (the size is fixed when the file is made; stores made
+            // before keep 4 KiB). Records and zones arrive mostly at the ends of their tables and
+            // indexes, so a commit writes mostly full pages, and each page costs two write calls
+            // to the WAL and a copy at the checkpoint: a cold sync of a year of chat spent a tenth
+            // of its CPU besides signature checks less with pages four times larger (32 KiB gained
+            // nothing more and took more memory).
+            try db.execute("PRAGMA page_size = 16384")
             _ = try db.configureForDurability()
             // Reads through a memory map of the whole file (up to SQLite's 2 GB limit): its pages
             // are the kernel's file cache, shared and dropped under pressure, not this process's

@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 import Tree
 
-/// The same promises on a real filesystem that really fills up (a 2 MiB tmpfs, so root only), with
+/// The same promises on a real filesystem that really fills up (a 4 MiB tmpfs, so root only), with
 /// the default VFS and plain system calls: the fault disk's full disk is checked against the
 /// kernel's ENOSPC.
 @Suite("A real full filesystem")
@@ -20,7 +20,7 @@ struct RealDiskFullTests {
         let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("lanchat-full-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         defer { rmdir(mountPoint) }
-        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=2m,mode=0700") == 0 else {
+        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=4m,mode=0700") == 0 else {
             environmentLimit("mount tmpfs failed: \(String(cString: strerror(errno)))")
             return
         }
@@ -28,7 +28,7 @@ struct RealDiskFullTests {
 
         // Space to give back later: what a user frees when told the disk is full.
         let filler = mountPoint + "/filler"
-        try Data(count: 256 << 10).write(to: URL(fileURLWithPath: filler))
+        try Data(count: 1 << 20).write(to: URL(fileURLWithPath: filler))
         let key = PrivateKey()
         let storePath = mountPoint + "/store.sqlite"
         var acknowledged: [(Path, JSONValue)] = []
@@ -46,7 +46,7 @@ struct RealDiskFullTests {
                     break
                 }
             }
-            let error = try #require(refusal, "2,000 writes of 3 kB fitted in 2 MiB")
+            let error = try #require(refusal, "2,000 writes of 3 kB fitted in 4 MiB")
             #expect("\(error)" == "disk full: could not write \(storePath); free some space and try again")
             #expect(acknowledged.count > 10)
             // An upload now fails the same way, on the chunk files.
