@@ -199,18 +199,22 @@ struct ZoneOrders {
             conditions.append("zone \(comparison) ?")
             values.append(.text(zone))
         }
-        var direction = ""
-        var limit = -1
-        switch query.limit {
-        case .first(let count)?: limit = count
-        case .last(let count)?: limit = count; direction = " DESC"
-        case nil: break
-        }
+        let (direction, limit) = ZoneOrders.scan(query.limit)
         if limit == 0 { return [] }
         let keys = try db.all("SELECT zone FROM zones WHERE \(conditions.joined(separator: " AND ")) ORDER BY zone\(direction) LIMIT \(limit)", values) {
             String(decoding: $0.text(0).utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
         }
         return direction.isEmpty ? keys : keys.reversed()
+    }
+
+    /// How a range scan takes a query's limit: the SQL direction (" DESC" from the last end, whose
+    /// keys the caller then reverses) and the row count (-1 for no limit).
+    static func scan(_ limit: FirebaseQuery.Limit?) -> (direction: String, limit: Int) {
+        switch limit {
+        case .first(let count)?: return ("", count)
+        case .last(let count)?: return (" DESC", count)
+        case nil: return ("", -1)
+        }
     }
 
     /// The keys of the children the query keeps, in the query's order, read from ordering `id`.
@@ -236,13 +240,7 @@ struct ZoneOrders {
             conditions.append("\(column) <= ?")
             values.append(.blob(encode(endAt)))
         }
-        var direction = ""
-        var limit = -1
-        switch query.limit {
-        case .first(let count)?: limit = count
-        case .last(let count)?: limit = count; direction = " DESC"
-        case nil: break
-        }
+        let (direction, limit) = ZoneOrders.scan(query.limit)
         if limit == 0 { return [] }
         let sql = "SELECT key FROM zone_order_rows WHERE \(conditions.joined(separator: " AND "))"
             + " ORDER BY value\(direction), key\(direction) LIMIT \(limit)"
