@@ -156,6 +156,9 @@ public final class Store {
         checkpointer = try BackgroundCheckpointer(for: db, path: path)
     }
 
+    /// WAL pages between background checkpoints, once `checkpointInBackground` has run (for tests).
+    var checkpointFrames: Int? { checkpointer?.framesPerCheckpoint }
+
     /// Returns once the background checkpoints asked for so far have run (for tests).
     func waitForCheckpoints() {
         checkpointer?.drain()

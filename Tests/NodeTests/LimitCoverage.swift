@@ -140,6 +140,10 @@ enum LimitCoverage {
         .init(.readmeProse, "up to 512 connections at once", ["LocalAPITests/APILimitTests.connectionCap"]),
         .init(.readmeProse, "silent for 120 s", ["LocalAPITests/ConnectionTests.idleConnectionsAreClosedButStreamsAndBusyOnesAreNot"]),
         .init(.readmeProse, "256 KiB at a time", ["SyncTests/ChunkServingTests.servedInParts", "NodeTests/ChunkFloodTests.floodThrottled"]),
+        .init(.readmeProse, "A new store's pages are 16 KiB", ["StoreTests/PageSizeTests.newStoresTakeLargerPages"]),
+        .init(.readmeProse, "stores made before keep 4 KiB", ["StoreTests/PageSizeTests.olderStoresKeepTheirPages"]),
+        .init(.readmeProse, "a checkpoint runs every 4 MiB of WAL", ["StoreTests/PageSizeTests.newStoresTakeLargerPages",
+                                                                     "StoreTests/PageSizeTests.olderStoresKeepTheirPages"]),
     ]
 
     /// Quantities in the README's prose that are not limits of a node or its API.
