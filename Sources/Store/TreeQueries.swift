@@ -16,9 +16,8 @@ extension Store {
     }
 
     /// The answer from the list's keys in `zones` or its order index, declaring the ordering on
-    /// first use; nil when the list has
-    /// no children (then its value is null or a primitive of the open zone, and the reference
-    /// answers) or has no room for another ordering.
+    /// first use; nil when the list has no children (then its value is null or a primitive of the
+    /// open zone, and the reference answers) or has no room for another ordering.
     private func indexedQuery(_ query: FirebaseQuery, at list: Path) throws -> JSONValue? {
         let orders = zones.orders
         if let answer = try readTransaction({ () throws -> JSONValue?? in

@@ -107,12 +107,18 @@ struct ZoneOrders {
 
     /// The id of the ordering of `list` by `field`, declaring and building it when it is new;
     /// nil once the list has `maxOrdersPerList` others. Call inside a write transaction.
+    ///
+    /// One of the places is the key ordering's, kept for it whether it is declared yet or not:
+    /// a list's keys declare it (`zoneCreated`) whenever one does not sort as its bytes, so the
+    /// orderings queries declare may take only the others, and a list never has more than
+    /// `maxOrdersPerList` in all.
     func ordering(list: Path, field: String) throws -> Int64? {
         let listKey = StoreKey.of(list)
         if let id = try db.first("SELECT id FROM zone_orders WHERE list = ? AND field = ?", [.text(listKey), .text(field)], { $0.int64(0) }) {
             return id
         }
-        guard try db.scalarInt("SELECT count(*) FROM zone_orders WHERE list = ?", [.text(listKey)]) ?? 0 < ZoneOrders.maxOrdersPerList else {
+        let others = try db.scalarInt("SELECT count(*) FROM zone_orders WHERE list = ? AND field != '$key'", [.text(listKey)]) ?? 0
+        guard field == "$key" || others < ZoneOrders.maxOrdersPerList - 1 else {
             return nil
         }
         try db.run("INSERT INTO zone_orders(list, field) VALUES (?, ?)", [.text(listKey), .text(field)])

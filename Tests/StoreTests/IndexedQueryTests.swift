@@ -167,6 +167,37 @@ struct IndexedQueryTests {
         #expect(expected != .null)
     }
 
+    /// Queries may declare the orderings of a list up to one short of the bound; the last place
+    /// is the key ordering's, which an integer key declares later: the list never holds more
+    /// than `maxOrdersPerList`, and every query, indexed or read whole, equals the reference.
+    @Test("a list's orderings stay within the bound when a key declares the key ordering late")
+    func keyOrderingKeepsItsPlace() throws {
+        let store = try memoryStore()
+        let author = testAuthors[0]
+        let uid = author.publicKey.userID
+        let list = try Path("/conversations/c1/messages")
+        var clock: UInt64 = 1_700_000_000_000 << 16
+        func message(_ key: String, _ i: Int) throws -> Record {
+            clock += 1 << 16
+            let fields: [String: JSONValue] = ["senderId": .string(uid), "text": .string("m\(i)"), "f\(i % 10)": .number(Double(i))]
+            return try Record.make(body: .write([WritePair(path: try list.appending(key), value: .object(fields))]), clock: clock, signer: author)
+        }
+        for i in 0..<20 { _ = try store.ingest([message("-N\(i)", i)], nowMillis: farFuture) }
+        let fields: [FirebaseQuery.Order] = [.value] + (0..<10).map { .child(try! Path("f\($0)")) }
+        for order in fields {
+            let query = FirebaseQuery(order: order, limit: .last(3))
+            #expect(try store.query(query, at: list) == query.apply(to: try store.value(at: list)), "\(order)")
+        }
+        let listKey = StoreKey.of(list)
+        #expect(try store.db.scalarInt("SELECT count(*) FROM zone_orders WHERE list = ?", [.text(listKey)]) == Int64(ZoneOrders.maxOrdersPerList - 1))
+        _ = try store.ingest([message("7", 7)], nowMillis: farFuture)
+        #expect(try store.db.scalarInt("SELECT count(*) FROM zone_orders WHERE list = ?", [.text(listKey)]) == Int64(ZoneOrders.maxOrdersPerList))
+        for order in fields + [.key] {
+            let query = FirebaseQuery(order: order, limit: .first(4))
+            #expect(try store.query(query, at: list) == query.apply(to: try store.value(at: list)), "\(order)")
+        }
+    }
+
     /// The orderings a store remembers per list (`ZoneOrderCache`) follow a rolled-back
     /// transaction: the list it declared an ordering for has none, and the id SQLite hands out
     /// again to the next list's ordering is not taken for the first list's.
