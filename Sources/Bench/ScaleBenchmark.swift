@@ -133,7 +133,7 @@ enum ScaleBenchmark {
         let deadline = Date().addingTimeInterval(Double(n) / 500 + 120)
         while Date() < deadline {
             if let count = recordCount(lanchat, b), count >= expected { synced = true; break }
-            usleep(Double(n) >= 500_000 ? 1_000_000 : 250_000)  // each look is a process of its own
+            usleep(200_000)  // each look is a process of its own, some 10 ms of one core
         }
         let syncSeconds = Double(DispatchTime.now().uptimeNanoseconds - syncBegin) / 1e9
         let newcomerCPU = newcomer.cpuSeconds ?? 0, servingCPU = (node.cpuSeconds ?? 0) - servingCPUBefore

@@ -2,7 +2,10 @@
 /// shortest arguments, map keys sorted by their encoded bytes and unique, no tags, no `undefined`.
 /// One value has exactly one encoding, so a record's bytes (and so its id and signature) follow
 /// from its content alone.
-public indirect enum CBOR: Hashable, Sendable {
+///
+/// Not `indirect`: arrays and maps hold their items in arrays already, and an indirect enum
+/// would put every item, down to each integer of a record, in a heap allocation of its own.
+public enum CBOR: Hashable, Sendable {
     case unsigned(UInt64)
     /// The negative integer `-1 - n`.
     case negative(UInt64)

@@ -66,6 +66,10 @@ public enum RecordBody: Hashable, Sendable {
 
 /// An immutable signed record: the unit of storage and of sync. Its bytes are canonical, its id
 /// is the BLAKE2b-256 of those bytes, and its signature covers everything else.
+///
+/// Its fields live in one shared, immutable object, so a copy of a record is one reference
+/// count, not one per field: records are copied into batches, sets and relays by the million
+/// during a sync, and each field holds an array.
 public struct Record: Hashable, Sendable {
     /// The only version this code writes and reads.
     public static let version: UInt64 = 1
@@ -73,19 +77,48 @@ public struct Record: Hashable, Sendable {
     /// mistaken for a signature made for another purpose.
     public static let signingDomain: [UInt8] = Array("lanchat/record/v1".utf8) + [0]
 
-    public let author: PublicKey
+    private final class Fields: Sendable {
+        let author: PublicKey
+        let clock: UInt64
+        let body: RecordBody
+        let signature: Signature
+        let encoded: [UInt8]
+        let id: Digest32
+        let valuesRespelled: Bool
+
+        init(author: PublicKey, clock: UInt64, body: RecordBody, signature: Signature, encoded: [UInt8], id: Digest32,
+             valuesRespelled: Bool) {
+            self.author = author
+            self.clock = clock
+            self.body = body
+            self.signature = signature
+            self.encoded = encoded
+            self.id = id
+            self.valuesRespelled = valuesRespelled
+        }
+    }
+    private let fields: Fields
+
+    public var author: PublicKey { fields.author }
     /// Hybrid logical clock: milliseconds << 16 | counter.
-    public let clock: UInt64
-    public let body: RecordBody
-    public let signature: Signature
+    public var clock: UInt64 { fields.clock }
+    public var body: RecordBody { fields.body }
+    public var signature: Signature { fields.signature }
     /// The canonical encoding (what is stored, sent and hashed).
-    public let encoded: [UInt8]
+    public var encoded: [UInt8] { fields.encoded }
     /// BLAKE2b-256 of `encoded`.
-    public let id: Digest32
+    public var id: Digest32 { fields.id }
     /// Whether some object key inside a pair's value is spelled otherwise in `encoded` than in
     /// `body` (which holds every key in NFC, Protocol.md §5.1): then a value's bytes are not the
     /// encoding of the value (`pairValueEncodings`).
-    let valuesRespelled: Bool
+    var valuesRespelled: Bool { fields.valuesRespelled }
+
+    /// Two records are equal when their bytes are: every field is read from them.
+    public static func == (a: Record, b: Record) -> Bool {
+        a.fields === b.fields || (a.id == b.id && a.encoded == b.encoded)
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     public var kind: RecordKind { body.kind }
 
@@ -132,13 +165,8 @@ public struct Record: Hashable, Sendable {
 
     init(author: PublicKey, clock: UInt64, body: RecordBody, signature: Signature, encoded: [UInt8], id: Digest32,
          valuesRespelled: Bool) {
-        self.author = author
-        self.clock = clock
-        self.body = body
-        self.signature = signature
-        self.encoded = encoded
-        self.id = id
-        self.valuesRespelled = valuesRespelled
+        fields = Fields(author: author, clock: clock, body: body, signature: signature, encoded: encoded, id: id,
+                        valuesRespelled: valuesRespelled)
     }
 }
 
