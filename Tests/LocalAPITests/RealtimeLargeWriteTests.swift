@@ -11,8 +11,10 @@ import Wire
 /// change. (Tools/bigvalues-test.sh does Firebase's full sizes between two nodes.)
 @Suite("Local API: large writes over the websocket")
 struct RealtimeLargeWriteTests {
+    /// Its reads wait up to a minute: each write here is megabytes folded as a large write,
+    /// which took over the usual 10 s once while hundreds of other tests ran on two cores.
     func authenticated(_ api: APIFixture) throws -> RealtimeClient {
-        let client = try RealtimeClient(api)
+        let client = try RealtimeClient(api, timeoutSeconds: 60)
         _ = try client.message()
         #expect(realtimeStatus(try client.request("gauth", .object(["cred": .string(APIFixture.token)]))) == "ok")
         return client

@@ -15,11 +15,14 @@ final class RealtimeClient {
         self.raw = raw
     }
 
-    convenience init(_ api: APIFixture) throws { try self.init(port: api.port) }
+    convenience init(_ api: APIFixture, timeoutSeconds: Int = 10) throws {
+        try self.init(port: api.port, timeoutSeconds: timeoutSeconds)
+    }
 
-    /// A websocket session with the local API listening on `port`.
-    init(port: UInt16) throws {
-        raw = try RawClient(port: port)
+    /// A websocket session with the local API listening on `port`; a read that waits longer
+    /// than `timeoutSeconds` fails the test.
+    init(port: UInt16, timeoutSeconds: Int = 10) throws {
+        raw = try RawClient(port: port, timeoutSeconds: timeoutSeconds)
         try raw.send(RawClient.request("GET", "/.ws?v=5&ns=lanchat", headers: [
             ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
             ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
