@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import Testing
 
 @Suite("Ed25519")
@@ -88,6 +89,10 @@ struct HashTests {
         for n in 0..<40 {
             let bytes = (0..<n).map { UInt8(($0 * 37 + n) % 256) }
             #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
+            // The same text as Foundation's base64 in the URL alphabet, without padding.
+            let expected = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == expected)
         }
         #expect(Base64URL.decode("AB==") == nil)
         #expect(Base64URL.decode("AB") == nil)  // non-zero unused bits
