@@ -311,19 +311,27 @@ final class BenchClient: @unchecked Sendable {
     /// Sends `request` and reads its whole response; returns the response's size in bytes.
     func exchange(_ request: [UInt8]) throws -> Int {
         try send(request)
-        return try readResponse()
+        return try readResponse(keepingBody: false).size
+    }
+
+    /// Sends `request` and returns its response's body.
+    func body(of request: [UInt8]) throws -> [UInt8] {
+        try send(request)
+        return try readResponse(keepingBody: true).body
     }
 
     /// One response: an HTTP head with a Content-Length, or for the echo server (whose
     /// "responses" start with "ECHO") exactly as many bytes as it announces in its first line.
-    private func readResponse() throws -> Int {
+    /// Its body is copied out only when asked for: throughput runs measure the server, not copies.
+    private func readResponse(keepingBody: Bool) throws -> (size: Int, body: [UInt8]) {
         while true {
             if let end = headEnd() {
                 let length = contentLength(pending[0..<end])
                 let total = end + length
                 while pending.count < total { try fill() }
+                let body = keepingBody ? Array(pending[end..<total]) : []
                 pending.removeFirst(total)
-                return total
+                return (total, body)
             }
             try fill()
         }
