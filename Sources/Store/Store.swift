@@ -144,26 +144,17 @@ public final class Store {
     }
 
     /// Runs the WAL checkpoints that this store's commits call for on a connection and thread of
-    /// their own (`BackgroundCheckpointer`, every `walBytesPerCheckpoint` of WAL growth),
+    /// their own (`BackgroundCheckpointer`, every 1,000 pages of WAL growth as SQLite would),
     /// instead of inside the commit that crosses the threshold. A running node calls this: its
     /// queue stores every batch of a sync, and a checkpoint inside a commit held it (and the
     /// reads, pushes and verification it feeds) while some 4 MB were copied and synced. Nothing
     /// changes for durability: committed transactions are in the WAL either way.
-    public func checkpointInBackground(every bytesPerCheckpoint: Int = Store.walBytesPerCheckpoint) throws {
+    public func checkpointInBackground() throws {
         // Only a file in WAL mode has a WAL; another connection to an in-memory store would
         // open a different, empty database.
         guard checkpointer == nil, try db.journalMode == .wal else { return }
-        checkpointer = try BackgroundCheckpointer(for: db, path: path, bytesPerCheckpoint: bytesPerCheckpoint)
+        checkpointer = try BackgroundCheckpointer(for: db, path: path)
     }
-
-    /// WAL growth between a running node's checkpoints: 64 MiB, where SQLite's own threshold is
-    /// some 4 MB. Why: a sync's commits write the same pages again and again (the last page of
-    /// each conversation's messages, the ends of the tables), and every checkpoint read each one
-    /// back from the WAL and wrote it into the file once more. At 4 MiB a cold sync of a million
-    /// records read 2.0 GB back and wrote 4.4 GB in all; at 64 MiB 0.9 GB and 3.1 GB, for the
-    /// same records (BENCHMARKS.md). The WAL on disk grows to about this size; recovery after a
-    /// crash replays at most that much.
-    public static let walBytesPerCheckpoint = 64 << 20
 
     /// WAL pages between background checkpoints, once `checkpointInBackground` has run (for tests).
     var checkpointFrames: Int? { checkpointer?.framesPerCheckpoint }

@@ -142,7 +142,7 @@ enum LimitCoverage {
         .init(.readmeProse, "256 KiB at a time", ["SyncTests/ChunkServingTests.servedInParts", "NodeTests/ChunkFloodTests.floodThrottled"]),
         .init(.readmeProse, "A new store's pages are 16 KiB", ["StoreTests/PageSizeTests.newStoresTakeLargerPages"]),
         .init(.readmeProse, "stores made before keep 4 KiB", ["StoreTests/PageSizeTests.olderStoresKeepTheirPages"]),
-        .init(.readmeProse, "checkpoint runs every 64 MiB of WAL", ["StoreTests/PageSizeTests.newStoresTakeLargerPages",
+        .init(.readmeProse, "a checkpoint runs every 4 MiB of WAL", ["StoreTests/PageSizeTests.newStoresTakeLargerPages",
                                                                      "StoreTests/PageSizeTests.olderStoresKeepTheirPages"]),
     ]
 

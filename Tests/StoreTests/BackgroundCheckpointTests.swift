@@ -16,7 +16,7 @@ struct BackgroundCheckpointTests {
         let text = JSONValue.string(String(repeating: "x", count: 3_000))
         do {
             let store = try Store(path: path)
-            try store.checkpointInBackground(every: 4 << 20)
+            try store.checkpointInBackground()
             // About 12 MB of records, three times the WAL growth between checkpoints.
             for batch in 0..<10 {
                 let records = try (0..<400).map { i in
