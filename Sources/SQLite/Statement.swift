@@ -24,6 +24,10 @@ public final class Statement {
     let db: OpaquePointer
     /// The SQL text this statement was compiled from (used in errors and as the cache key).
     public let sql: String
+    /// Whether a parameter may be bound since the bindings were last cleared: clearing cost
+    /// some 580 instructions even with nothing bound, and a cached statement is cleared both
+    /// when its user is done and when it is handed out again.
+    private var mayHaveBindings = true
 
     init(handle: OpaquePointer, sql: String) {
         self.handle = handle
@@ -66,6 +70,7 @@ public final class Statement {
     /// Text and blobs are copied by SQLite (SQLITE_TRANSIENT), so no Swift storage
     /// needs to outlive this call. https://sqlite.org/c3ref/bind_blob.html
     public func bind(_ value: SQLValue, at index: Int32) throws(SQLiteError) {
+        mayHaveBindings = true
         let rc: Int32
         switch value {
         case .null:
@@ -103,6 +108,7 @@ public final class Statement {
     /// copying it into an array of its own, as `SQLValue.blob` would need. Copied by SQLite.
     public func bind(blob bytes: ArraySlice<UInt8>, at index: Int32) throws(SQLiteError) {
         guard !bytes.isEmpty else { return try bind(.blob([]), at: index) }
+        mayHaveBindings = true
         let rc = bytes.withUnsafeBytes { raw in
             sqlite3_bind_blob64(handle, index, raw.baseAddress, UInt64(raw.count), transientDestructor)
         }
@@ -112,7 +118,9 @@ public final class Statement {
     /// Sets every parameter back to NULL, dropping copies of large bound blobs.
     /// https://sqlite.org/c3ref/clear_bindings.html
     public func clearBindings() {
+        guard mayHaveBindings else { return }
         sqlite3_clear_bindings(handle)
+        mayHaveBindings = false
     }
 
     // MARK: Execution

@@ -9,14 +9,36 @@ enum StoreKey {
     /// The character after the separator, the exclusive upper bound of a subtree's range.
     static let afterSeparator = "\u{2}"
 
+    /// Written byte by byte into a string of the right size: appending a `Character` and then
+    /// each segment cost some 3,800 instructions per key, twice for every message stored.
     static func of(_ path: Path) -> String {
-        var key = ""
-        for segment in path.segments {
-            key.append(separator)
-            key += segment
+        var count = 0
+        for segment in path.segments { count += 1 + segment.utf8.count }
+        guard count > 0 else { return "" }
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var written = 0
+            for var segment in path.segments {
+                buffer[written] = separatorByte
+                written += 1
+                segment.withUTF8 { bytes in
+                    _ = UnsafeMutableBufferPointer(rebasing: buffer[written..<(written + bytes.count)]).initialize(from: bytes)
+                    written += bytes.count
+                }
+            }
+            return written
         }
-        return key
     }
+
+    /// The byte offset of the key's last separator (where its parent's key ends), read on the
+    /// key's bytes in place: the generic search backwards through a UTF-8 view cost some 1,000
+    /// instructions per message stored.
+    static func lastSeparator(in key: String) -> Int? {
+        var key = key
+        return key.withUTF8 { bytes in bytes.lastIndex(of: separatorByte) }
+    }
+
+    /// `separator` as its one UTF-8 byte.
+    static let separatorByte: UInt8 = 1
 
     static func of(_ zone: Zone) -> String { of(zone.root) }
 

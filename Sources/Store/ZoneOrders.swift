@@ -65,11 +65,20 @@ struct ZoneOrders {
 
     /// Brings the rows of every ordering declared for the zone's list from the zone's `old`
     /// value to its `new` one (null: absent). Call wherever a zone's stored value changes.
-    func zoneChanged(_ zone: Zone, old: JSONValue, new: JSONValue) throws {
+    /// `zoneKey`, the zone's `StoreKey` when the caller has it, spares working out its list's
+    /// (a new path and key for every message a sync stores).
+    func zoneChanged(_ zone: Zone, old: JSONValue, new: JSONValue, zoneKey: String? = nil) throws {
         guard old != new else { return }
         let root = zone.root
-        guard let list = root.parent, let key = root.key else { return }
-        let orders = try declared(list: StoreKey.of(list))
+        guard let key = root.key else { return }
+        let listKey: String
+        if let zoneKey, let cut = StoreKey.lastSeparator(in: zoneKey) {
+            listKey = cut == 0 ? "" : String(decoding: zoneKey.utf8.prefix(cut), as: UTF8.self)
+        } else {
+            guard let list = root.parent else { return }
+            listKey = StoreKey.of(list)
+        }
+        let orders = try declared(list: listKey)
         guard !orders.isEmpty else { return }
         let encodedKey = OrderKey.key(key)
         // Bound directly on cached statements: a sync runs this for every message it stores.

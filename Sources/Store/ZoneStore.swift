@@ -58,7 +58,7 @@ struct ZoneStore {
         if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
             let value = JSONValue.null.setting(relative, to: pair.value)
             if let list = root.parent, let key = root.key, ZoneOrders.isZoneList(list) { try orders.zoneCreated(list: list, key: key) }
-            try orders.zoneChanged(zone, old: .null, new: value)
+            try orders.zoneChanged(zone, old: .null, new: value, zoneKey: zoneKey)
             try noteReferences(zone, value)
             return
         }
@@ -82,7 +82,7 @@ struct ZoneStore {
         }
         let next = current.setting(relative, to: pair.value)
         try db.run("UPDATE zones SET last_seq = ?, value = ? WHERE zone = ?", [.integer(seq), ZoneStore.encode(next), .text(zoneKey)])
-        try orders.zoneChanged(zone, old: current, new: next)
+        try orders.zoneChanged(zone, old: current, new: next, zoneKey: zoneKey)
         try noteReferences(zone, next)
     }
 

@@ -43,6 +43,33 @@ struct StatementCacheTests {
         #expect(try !again.step())
     }
 
+    @Test("more statements than the recent ones looked at first: each SQL still gets its own statement, built once, with its bindings cleared whichever way it is found")
+    func manyStatementsInTurn() throws {
+        let db = try Connection.inMemory()
+        // Dynamic strings too: equal text from different storage finds the same statement.
+        let sqls = (0..<20).map { "SELECT ? + \($0)" }
+        var first = [String: Statement]()
+        for round in 0..<3 {
+            for (offset, sql) in sqls.enumerated() {
+                let statement = try db.cachedStatement(String(decoding: Array(sql.utf8), as: UTF8.self))
+                if round == 0 { first[sql] = statement } else { #expect(statement === first[sql]) }
+                #expect(try statement.step())
+                #expect(statement.isNull(0))  // nothing bound since it was last used
+                statement.reset()
+                try statement.bind([SQLValue(round)])
+                #expect(try statement.step())
+                #expect(statement.int64(0) == Int64(round + offset))
+                statement.reset()
+            }
+        }
+        // Cleared by its user, handed out again: still no binding.
+        let statement = try db.cachedStatement(sqls[0])
+        statement.clearBindings()
+        statement.clearBindings()
+        #expect(try db.cachedStatement(sqls[0]).step())
+        #expect(statement.isNull(0))
+    }
+
     @Test func preparedStatementRunsRepeatedly() throws {
         let db = try Connection.inMemory()
         try db.execute("CREATE TABLE t(x INTEGER, y TEXT)")
