@@ -271,7 +271,10 @@ struct StoreSource: RecordSource {
     /// Read by (clock, id), the clock from the record set: the store's index leads with it.
     func records(_ ids: [Digest32]) -> [[UInt8]] {
         let set = node.recordSet
-        return (try? node.store.records(withKeys: ids.flatMap { id in set.clocks(of: id).map { (clock: $0, id: id) } })) ?? []
+        var keys = [(clock: UInt64, id: Digest32)]()
+        keys.reserveCapacity(ids.count)
+        for id in ids { set.forEachClock(of: id) { keys.append((clock: $0, id: id)) } }
+        return (try? node.store.records(withKeys: keys)) ?? []
     }
 
     func summary() -> (count: UInt64, fingerprint: [UInt8]) {

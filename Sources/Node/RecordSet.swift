@@ -42,9 +42,18 @@ struct RecordSet {
     /// The clocks of the records held whose id starts as this one's: empty when the record is
     /// certainly not held; otherwise the store confirms (clock, id).
     func clocks(of id: Digest32) -> [UInt64] {
+        var clocks = [UInt64]()
+        forEachClock(of: id) { clocks.append($0) }
+        return clocks
+    }
+
+    /// `clocks(of:)` one at a time, without an array for them: a peer's want is answered by
+    /// looking up every id it names, a million for a cold sync.
+    func forEachClock(of id: Digest32, _ body: (UInt64) throws -> Void) rethrows {
         let prefix = id.bytes.withUnsafeBytes { RecordSet.prefix($0) }
-        guard let first = clocksByPrefix[prefix] else { return [] }
-        return [first] + (moreClocks[prefix] ?? [])
+        guard let first = clocksByPrefix[prefix] else { return }
+        try body(first)
+        for clock in moreClocks[prefix] ?? [] { try body(clock) }
     }
 
     private mutating func note(clock: UInt64, prefix: UInt64) {
