@@ -36,6 +36,8 @@ public enum LanchatCLI {
 
     /// Runs the process's command line and exits with its status.
     public static func main() -> Never {
+        // Before any thread of the process starts (`Node.mallocArenasLimited`).
+        _ = Node.mallocArenasLimited
         exit(run(Array(CommandLine.arguments.dropFirst()), console: .standard))
     }
 

@@ -133,6 +133,7 @@ public final class Node: @unchecked Sendable {
     public var userID: String { identity.publicKey.userID }
 
     public init(store: Store, identity: PrivateKey, network: NetworkKey, config: NodeConfig, world: NodeWorld = .system) throws {
+        _ = Node.mallocArenasLimited
         self.store = store
         self.world = world
         instance = world.random.bytes(Beacon.instanceByteCount)

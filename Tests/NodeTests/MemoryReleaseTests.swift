@@ -14,4 +14,11 @@ struct MemoryReleaseTests {
         #expect(Node.releaseFreedMemory(), "malloc_trim released nothing (or is not called)")
         #endif
     }
+
+    @Test("malloc's arenas are capped at one per core on Linux, as a node starts")
+    func arenasCapped() throws {
+        #if os(Linux)
+        #expect(Node.mallocArenasLimited, "mallopt(M_ARENA_MAX) did not take (or is not called)")
+        #endif
+    }
 }
