@@ -259,13 +259,9 @@ extension Node {
     }
 
     /// Whether the record is held: the record set's answer, confirmed by the store when it is
-    /// "maybe" (`RecordSet.forEachClock(of:)`), one index probe per clock it names (nearly always one).
+    /// "maybe" (`RecordSet.clocks(of:)`), one index probe per clock it names (nearly always one).
     func holds(_ id: Digest32) -> Bool {
-        var held = false
-        recordSet.forEachClock(of: id) { clock in
-            if !held, (try? store.hasRecord(id, clock: clock)) == true { held = true }
-        }
-        return held
+        recordSet.clocks(of: id).contains { (try? store.hasRecord(id, clock: $0)) ?? false }
     }
 
     func pickUpLocalWrites() {

@@ -145,27 +145,25 @@ public final class Connection {
     /// again while still iterating it (e.g. the same SELECT nested inside its own loop):
     /// the inner request resets the outer iteration.
     public func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
-        let recent = recentStatements
-        for cached in recent where cached.sql == sql {
-            cached.reset()
-            cached.clearBindings()
-            return cached
-        }
         let statement: Statement
-        if let cached = statementCache[sql] {
-            cached.reset()
-            cached.clearBindings()
-            statement = cached
+        if let recent = recentStatements.first(where: { $0.sql == sql }) {
+            statement = recent
         } else {
-            statement = try compile(sql, persistent: true)
-            statementCache[sql] = statement
+            if let cached = statementCache[sql] {
+                statement = cached
+            } else {
+                statement = try compile(sql, persistent: true)
+                statementCache[sql] = statement
+            }
+            if recentStatements.count < Self.recentStatementCount {
+                recentStatements.append(statement)
+            } else {
+                recentStatements[nextRecentSlot] = statement
+                nextRecentSlot = (nextRecentSlot + 1) % Self.recentStatementCount
+            }
         }
-        if recent.count < Self.recentStatementCount {
-            recentStatements.append(statement)
-        } else {
-            recentStatements[nextRecentSlot] = statement
-            nextRecentSlot = (nextRecentSlot + 1) % Self.recentStatementCount
-        }
+        statement.reset()
+        statement.clearBindings()
         return statement
     }
 

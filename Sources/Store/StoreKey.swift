@@ -29,12 +29,15 @@ enum StoreKey {
         }
     }
 
-    /// The byte offset of the key's last separator (where its parent's key ends), read on the
-    /// key's bytes in place: the generic search backwards through a UTF-8 view cost some 1,000
-    /// instructions per message stored.
-    static func lastSeparator(in key: String) -> Int? {
+    /// The key of the parent of the path spelled `key`, cut at its last separator on the key's
+    /// bytes in place (no key holds U+0001, so that is where the parent's key ends): building it
+    /// again from the parent path, or searching back through a UTF-8 view, cost some 1,000
+    /// instructions per message stored. Nil for the root's key.
+    static func parentKey(of key: String) -> String? {
         var key = key
-        return key.withUTF8 { bytes in bytes.lastIndex(of: separatorByte) }
+        return key.withUTF8 { bytes in
+            bytes.lastIndex(of: separatorByte).map { String(decoding: UnsafeBufferPointer(rebasing: bytes[..<$0]), as: UTF8.self) }
+        }
     }
 
     /// `separator` as its one UTF-8 byte.

@@ -70,15 +70,8 @@ struct ZoneOrders {
     func zoneChanged(_ zone: Zone, old: JSONValue, new: JSONValue, zoneKey: String? = nil) throws {
         guard old != new else { return }
         let root = zone.root
-        guard let key = root.key else { return }
-        let listKey: String
-        if let zoneKey, let cut = StoreKey.lastSeparator(in: zoneKey) {
-            listKey = cut == 0 ? "" : String(decoding: zoneKey.utf8.prefix(cut), as: UTF8.self)
-        } else {
-            guard let list = root.parent else { return }
-            listKey = StoreKey.of(list)
-        }
-        let orders = try declared(list: listKey)
+        guard let list = root.parent, let key = root.key else { return }
+        let orders = try declared(list: zoneKey.flatMap(StoreKey.parentKey) ?? StoreKey.of(list))
         guard !orders.isEmpty else { return }
         let encodedKey = OrderKey.key(key)
         // Bound directly on cached statements: a sync runs this for every message it stores.

@@ -17,10 +17,7 @@ struct StoreKeyTests {
             let key = StoreKey.of(path)
             #expect(Array(key.utf8) == segments.flatMap { [UInt8(1)] + Array($0.utf8) })
             #expect(try StoreKey.path(key) == path)
-            if let parent = path.parent, !segments.isEmpty {
-                let cut = StoreKey.lastSeparator(in: key)
-                #expect(cut.map { String(decoding: key.utf8.prefix($0), as: UTF8.self) } == StoreKey.of(parent))
-            }
+            #expect(StoreKey.parentKey(of: key) == path.parent.map(StoreKey.of))
         }
         #expect(StoreKey.of(Path.root) == "")
     }
