@@ -87,6 +87,8 @@ public final class Node: @unchecked Sendable {
     var verified: [(records: [Record], opened: [OpenedSealedWrite?]?, slot: SessionSlot, ids: [Digest32])] = []
     /// Whether a `storeVerified` is queued already.
     var storeScheduled = false
+    /// Batches handed to the verifiers whose result has not come back to the queue yet.
+    var verifying = 0
     /// CPU seconds the queue spent storing received batches (`storeVerified`): the serial part
     /// of taking records in, which bounds a sync however many cores verify.
     var storingCPU = 0.0

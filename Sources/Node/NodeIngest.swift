@@ -75,10 +75,13 @@ extension Node {
         let batchIDs = ids
         // The keys held now: a key arriving meanwhile opens the writes it concerns on the queue.
         let keys = store.sealedWriteKeys()
+        verifying += 1
         world.scheduler.async(on: Node.verifier) { [self] in
             let records = Node.verify(batch.value, ids: batchIDs, keys: keys).map(UncheckedSendable.init)
             world.scheduler.async(on: queue) { [self] in
+                verifying -= 1
                 guard let records else {
+                    if !verified.isEmpty { scheduleStore() }  // what waited for this batch waits no longer
                     for id in batchIDs { arriving.remove(id) }
                     batchStored(by: slot)
                     if sessions[slot.id] != nil { close(slot, reason: "sent an invalid record", misbehaved: true) }
@@ -95,7 +98,8 @@ extension Node {
     /// Batches a session may have between receipt and storage before its reading pauses. Enough
     /// that verification still has batches to work on while the queue stores earlier ones.
     public static let maxBatchesInFlight = 12
-    /// Records stored in one turn of the queue (whole batches, at least one).
+    /// Records stored in one turn of the queue (whole batches, at least one); also what batches
+    /// wait to make up while more are being verified (`storeVerified`).
     static let maxRecordsPerStore = 8192
     /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
     static let verifier = DispatchQueue(label: "lanchat.verify", qos: .userInitiated, attributes: .concurrent)
@@ -107,8 +111,9 @@ extension Node {
     }
 
     /// Stores the verified batches waiting, in one transaction (one commit, one fsync), then
-    /// lets their sessions be read again. Batches verified while the queue was busy are stored
-    /// together, up to `maxRecordsPerStore`; the rest wait for the next turn, so that reads
+    /// lets their sessions be read again. Batches verified while the queue was busy, or while
+    /// others were still being verified, are stored together, up to `maxRecordsPerStore`; the
+    /// rest wait for the next turn, so that reads
     /// (more records to verify) are not held up behind one long transaction while the verifier
     /// runs dry.
     func storeVerified() {
@@ -116,6 +121,12 @@ extension Node {
         let cpuStart = Node.threadCPUSeconds()
         defer { storingCPU += Node.threadCPUSeconds() - cpuStart }
         storeScheduled = false
+        // While more batches are being verified, the ones verified wait for them, up to a full
+        // transaction: a commit writes each page it touched to the WAL, and the records of a
+        // batch land in many conversations, so a transaction of one batch touches nearly as many
+        // pages as one of several. Nothing waits for a batch that is not coming: the last one
+        // back from the verifiers, valid or not, schedules the store.
+        if verifying > 0, verified.reduce(0, { $0 + $1.records.count }) < Node.maxRecordsPerStore { return }
         var count = 0
         var taken = 0
         while taken < verified.count, taken == 0 || count + verified[taken].records.count <= Node.maxRecordsPerStore {
