@@ -98,8 +98,8 @@ extension Node {
     /// Batches a session may have between receipt and storage before its reading pauses. Enough
     /// that verification still has batches to work on while the queue stores earlier ones.
     public static let maxBatchesInFlight = 12
-    /// Records stored in one turn of the queue (whole batches, at least one); also what batches
-    /// wait to make up while more are being verified (`storeVerified`).
+    /// Records stored in one turn of the queue (whole batches, at least one). Batches verified
+    /// while more are being verified wait to make up half of it (`storeVerified`).
     static let maxRecordsPerStore = 8192
     /// Where signatures are checked: a concurrent queue, so verification runs beside storing.
     static let verifier = DispatchQueue(label: "lanchat.verify", qos: .userInitiated, attributes: .concurrent)
@@ -121,12 +121,14 @@ extension Node {
         let cpuStart = Node.threadCPUSeconds()
         defer { storingCPU += Node.threadCPUSeconds() - cpuStart }
         storeScheduled = false
-        // While more batches are being verified, the ones verified wait for them, up to a full
-        // transaction: a commit writes each page it touched to the WAL, and the records of a
-        // batch land in many conversations, so a transaction of one batch touches nearly as many
-        // pages as one of several. Nothing waits for a batch that is not coming: the last one
-        // back from the verifiers, valid or not, schedules the store.
-        if verifying > 0, verified.reduce(0, { $0 + $1.records.count }) < Node.maxRecordsPerStore { return }
+        // While more batches are being verified, the ones verified wait for them, up to half a
+        // full transaction: a commit writes each page it touched to the WAL, and the records of
+        // a batch land in many conversations, so a transaction of one batch touches nearly as
+        // many pages as one of several. Not longer: batches waiting here count against their
+        // session's batches in flight, and a session paused on them leaves the verifiers idle.
+        // Nothing waits for a batch that is not coming: the last one back from the verifiers,
+        // valid or not, schedules the store.
+        if verifying > 0, verified.reduce(0, { $0 + $1.records.count }) < Node.maxRecordsPerStore / 2 { return }
         var count = 0
         var taken = 0
         while taken < verified.count, taken == 0 || count + verified[taken].records.count <= Node.maxRecordsPerStore {
