@@ -113,9 +113,8 @@ extension Node {
     /// Stores the verified batches waiting, in one transaction (one commit, one fsync), then
     /// lets their sessions be read again. Batches verified while the queue was busy, or while
     /// others were still being verified, are stored together, up to `maxRecordsPerStore`; the
-    /// rest wait for the next turn, so that reads
-    /// (more records to verify) are not held up behind one long transaction while the verifier
-    /// runs dry.
+    /// rest wait for the next turn, so that reads (more records to verify) are not held up
+    /// behind one long transaction while the verifier runs dry.
     func storeVerified() {
         dispatchPrecondition(condition: .onQueue(queue))
         let cpuStart = Node.threadCPUSeconds()

@@ -26,14 +26,14 @@ struct StoreBatchingTests {
             #expect(CorruptChunkTests.eventually(10) { node.queue.sync { node.verifying } == 2 })
             node.queue.sync {}  // the store the first result scheduled has run
             #expect(stored.sizes.isEmpty, "the first batch waits for the two being verified")
-            let held0 = try Self.recordCount(node)
-            #expect(held0 == 0)
+            let storedEarly = try Self.recordCount(node)
+            #expect(storedEarly == 0)
 
             verifier.releaseOne()
             verifier.releaseOne()
             #expect(CorruptChunkTests.eventually(10) { stored.sizes == [15] }, "stored: \(stored.sizes)")
-            let held15 = try Self.recordCount(node)
-            #expect(held15 == 15)
+            let storedAll = try Self.recordCount(node)
+            #expect(storedAll == 15)
         }
     }
 
@@ -65,8 +65,8 @@ struct StoreBatchingTests {
 
             verifier.releaseOne()  // the liar's: refused, and the wait is over
             #expect(CorruptChunkTests.eventually(10) { stored.sizes == [4] }, "stored: \(stored.sizes)")
-            let held4 = try Self.recordCount(node)
-            #expect(held4 == 4)
+            let storedHonest = try Self.recordCount(node)
+            #expect(storedHonest == 4)
             #expect(CorruptChunkTests.eventually(10) { node.queue.sync { node.gaugesOnQueue() }.sessions == 1 }, "the liar's session is closed")
         }
     }
