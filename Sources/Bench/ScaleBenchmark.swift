@@ -38,6 +38,20 @@ enum ScaleBenchmark {
             }
             return rates.sorted()[1]
         }
+        // The same checks on every core at once, each core a pass of its own: what the cores
+        // verify together, which is less than cores x one core here (shared caches and memory,
+        // the host's other guests), so the part of the target no code can reach shows apart
+        // from what the nodes spend on anything else.
+        func allCoresVerifyRate() -> Double {
+            let rates = (0..<3).map { _ in
+                Double(sample.count * cores) / measure {
+                    DispatchQueue.concurrentPerform(iterations: cores) { _ in
+                        for r in sample where !r.verifySignature() { fatalError("bad signature") }
+                    }
+                }
+            }
+            return rates.sorted()[1]
+        }
 
         // Import into a fresh node.
         let a = dir + "/a"
@@ -132,7 +146,7 @@ enum ScaleBenchmark {
             let b = dir + "/b"
             try? FileManager.default.removeItem(atPath: b)
             try runLanchat(lanchat, ["init", "--data", b, "--name", "Scale Newcomer"])
-            let verifyBefore = verifyRate()
+            let verifyBefore = verifyRate(), togetherBefore = allCoresVerifyRate()
             let bAPI = try freeLoopbackPort(), bListen = try freeLoopbackPort()
             log("cold sync \(attempt + 1)")
             let servingCPUBefore = node.cpuSeconds ?? 0
@@ -149,12 +163,12 @@ enum ScaleBenchmark {
             watcher.close()
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - syncBegin) / 1e9
             let newcomerCPU = newcomer.cpuSeconds ?? 0, servingCPU = (node.cpuSeconds ?? 0) - servingCPUBefore
-            let verifyAfter = verifyRate()
+            let verifyAfter = verifyRate(), togetherAfter = allCoresVerifyRate()
             let peak = newcomer.peak
             guard synced else { throw BenchError("cold sync did not finish: \(recordCount(lanchat, b) ?? -1) of \(expected) records") }
             usleep(3_000_000)
             syncs.append(ColdSync(seconds: seconds, rate: Double(summary.records) / seconds, verifyBefore: verifyBefore, verifyAfter: verifyAfter,
-                                  cores: cores, newcomerCPU: newcomerCPU, servingCPU: servingCPU, peak: peak,
+                                  together: (togetherBefore + togetherAfter) / 2, cores: cores, newcomerCPU: newcomerCPU, servingCPU: servingCPU, peak: peak,
                                   idleAfter: newcomer.current ?? (0, 0)))
             log("cold sync \(attempt + 1): \(String(format: "%.1f", seconds)) s, ratio \(String(format: "%.2f", syncs.last!.ratio))")
         }
@@ -187,7 +201,8 @@ enum ScaleBenchmark {
             "| node memory during the queries | peak \(mb(queryPeak.anon)) anonymous, \(mb(afterQueries.anon)) after | at most 250 MB; back down after | |",
             webRow(web),
             "| raw Ed25519 verify, one core, before and after the cold sync reported (median of 3 passes each) | \(f(sync.verifyBefore)), \(f(sync.verifyAfter)) /s | | |",
-            "| **cold sync** of a new node over loopback (connect, reconcile, transfer, verify, store, materialize); \(syncs.count == 1 ? "one sync" : "the median of \(syncs.count) syncs by ratio, each to a fresh node (ratios \(syncs.map { r($0.ratio) }.joined(separator: ", ")))") | **\(f(sync.rate)) records/s** (\(r(sync.seconds)) s) | \(cores) cores x verify = \(f(sync.ceiling))/s; target at least 0.7 | \(r(sync.ratio)) |",
+            "| raw Ed25519 verify, all \(cores) cores at once, around the same sync | \(f(sync.together))/s | \(cores) x one core = \(f(sync.ceiling))/s | \(r(sync.together / sync.ceiling)) |",
+            "| **cold sync** of a new node over loopback (connect, reconcile, transfer, verify, store, materialize); \(syncs.count == 1 ? "one sync" : "the median of \(syncs.count) syncs by ratio, each to a fresh node (ratios \(syncs.map { r($0.ratio) }.joined(separator: ", ")))") | **\(f(sync.rate)) records/s** (\(r(sync.seconds)) s) | \(cores) cores x verify = \(f(sync.ceiling))/s; target at least 0.7 (against all cores at once: \(r(sync.rate / sync.together))) | \(r(sync.ratio)) |",
             cpuRow(newcomer: sync.newcomerCPU, serving: sync.servingCPU, records: summary.records, verifyRate: sync.ceiling / Double(cores),
                    cores: cores, targetRate: 0.7 * sync.ceiling),
             "| new node's memory during the cold syncs | peak \(mb(syncPeakAnon)) anonymous (+ \(mb(syncPeakFile)) file-backed); \(mb(sync.idleAfter.anon)) idle after | at most 250 MB anonymous | |",
@@ -247,7 +262,10 @@ enum ScaleBenchmark {
 
     /// One cold sync's figures, its ceiling the verify rate measured around it.
     struct ColdSync {
-        let seconds: Double, rate: Double, verifyBefore: Double, verifyAfter: Double, cores: Int
+        let seconds: Double, rate: Double, verifyBefore: Double, verifyAfter: Double
+        /// The verify rate of all cores at once, around the sync (mean of before and after).
+        let together: Double
+        let cores: Int
         let newcomerCPU: Double, servingCPU: Double
         let peak: (anon: Int, file: Int), idleAfter: (anon: Int, file: Int)
         var ceiling: Double { (verifyBefore + verifyAfter) / 2 * Double(cores) }
