@@ -1,4 +1,5 @@
 import Foundation
+import Wire
 
 /// `lanchat-bench [NAME...] [--records N] [--no-write]`: runs benchmarks that each measure their
 /// own ceiling in the same run and print ratios against it (absolute times drift between
@@ -119,6 +120,18 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
     try body()
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// Raw Ed25519 verification of `sample`, in records a second: the ceiling that the ingest, mesh
+/// and scale benchmarks divide by. With `cores` above one, each core verifies the whole sample
+/// at the same time and the rate counts them all: what the cores verify together. With one, the
+/// pass runs on the calling thread.
+func verifyRate(of sample: [Record], cores: Int = 1) -> Double {
+    Double(sample.count * cores) / measure {
+        DispatchQueue.concurrentPerform(iterations: cores) { _ in
+            for record in sample where !record.verifySignature() { fatalError("a benchmark record's signature did not verify") }
+        }
+    }
 }
 
 /// The middle value (the upper one of the two middle values of an even count).
