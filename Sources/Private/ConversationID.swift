@@ -21,7 +21,7 @@ public enum ConversationID {
     }
 
     public static func isDirect(_ cid: String) -> Bool { cid.hasPrefix("d_") }
-    public static func isPrivate(_ cid: String) -> Bool { (try? PrivateBodies.validate(conversation: cid)) != nil }
+    public static func isPrivate(_ cid: String) -> Bool { PrivateBodies.isConversationID(cid) }
 
     /// Whether `author` may make key records for the conversation `body` names: the creator of a
     /// group (the salt reproduces the id), or one of a direct conversation's two members (the

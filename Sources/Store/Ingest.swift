@@ -111,7 +111,9 @@ extension Store {
     struct PairFold {
         let record: Record
         let seq: Int64
-        let order: [UInt8]
+        /// The record's write-order key (`WriteOrder.key`), worked out when first needed: a
+        /// message written once into its own zone never needs it.
+        private var orderKey: [UInt8]?
         /// Pairs opened from a sealed write: the only ones that reach into a private conversation
         /// (a plain write's pairs there take no effect, Protocol.md §11.1).
         let sealed: Bool
@@ -125,7 +127,6 @@ extension Store {
             self.record = record
             self.seq = seq
             self.sealed = sealed
-            order = record.order.key
             // Only a record of one pair: a zone's value is read from its record by decoding the
             // record, which for a write of many messages would decode all of them for each one.
             if case let .write(pairs) = record.body, pairs.count == 1 { inPlainRecord = true } else { inPlainRecord = false }
@@ -140,14 +141,23 @@ extension Store {
             case .open:
                 var value = Zone.stripZones(pair.value, at: pair.path)
                 if !sealed { value = Store.strippingPrivate(value, at: pair.path) }
-                try store.materializer.apply(path: pair.path, value: value, order: order)
+                try store.materializer.apply(path: pair.path, value: value, order: order())
             case .user, .message:
                 let uid = authorID ?? record.author.userID
                 authorID = uid
-                try store.zones.apply(pair, encodedValue: encodedValue(), zone: zone, author: record.author, authorID: uid, order: order, seq: seq,
-                                      inPlainRecord: inPlainRecord)
+                let record = record
+                try store.zones.apply(pair, encodedValue: encodedValue, zone: zone, author: record.author, authorID: uid,
+                                      order: { record.order.key }, seq: seq, inPlainRecord: inPlainRecord)
                 if case let .user(owner) = zone, owner == uid { profileChanged = true }
             }
+        }
+
+        /// The record's write-order key, worked out once.
+        mutating func order() -> [UInt8] {
+            if let orderKey { return orderKey }
+            let key = record.order.key
+            orderKey = key
+            return key
         }
 
         /// The users directory follows the author's profile, in the same transaction.

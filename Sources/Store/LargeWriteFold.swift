@@ -32,7 +32,7 @@ struct StreamedPairFold {
             if Store.reachesPrivate(path) {
                 current = .skipped
             } else if Zone.of(path) == .open {
-                current = .open(OpenPairLeaves(try StreamedOpenPair(db: store.db, path: path, order: fold.order), path: path))
+                current = .open(OpenPairLeaves(try StreamedOpenPair(db: store.db, path: path, order: fold.order()), path: path))
             } else {
                 current = .zone(path, ContentValueBuilder())
             }

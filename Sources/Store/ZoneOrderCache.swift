@@ -12,6 +12,11 @@ final class ZoneOrderCache {
 
     private var byList: [String: [(id: Int64, field: String)]] = [:]
 
+    /// Whether any list has an ordering at all (nil: not known). A store where none does (a
+    /// node that no client has queried yet, such as one in its first sync) then spares each
+    /// message it stores working out its list's key and looking it up. Forgotten with any list.
+    var anyDeclared: Bool?
+
     /// The orderings of a list (by its store key), if known.
     func orders(of list: String) -> [(id: Int64, field: String)]? { byList[list] }
 
@@ -20,7 +25,13 @@ final class ZoneOrderCache {
         byList[list] = orders
     }
 
-    func forget(_ list: String) { byList[list] = nil }
+    func forget(_ list: String) {
+        byList[list] = nil
+        anyDeclared = nil
+    }
 
-    func forgetAll() { byList.removeAll(keepingCapacity: true) }
+    func forgetAll() {
+        byList.removeAll(keepingCapacity: true)
+        anyDeclared = nil
+    }
 }

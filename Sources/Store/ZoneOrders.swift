@@ -68,7 +68,7 @@ struct ZoneOrders {
     /// `zoneKey`, the zone's `StoreKey` when the caller has it, spares working out its list's
     /// (a new path and key for every message a sync stores).
     func zoneChanged(_ zone: Zone, old: JSONValue, new: JSONValue, zoneKey: String? = nil) throws {
-        guard old != new else { return }
+        guard old != new, try anyDeclared() else { return }
         let root = zone.root
         guard let list = root.parent, let key = root.key else { return }
         let orders = try declared(list: zoneKey.flatMap(StoreKey.parentKey) ?? StoreKey.of(list))
@@ -93,6 +93,14 @@ struct ZoneOrders {
                 while try insert.step() {}
             }
         }
+    }
+
+    /// Whether any list has an ordering declared, from the cache when it knows.
+    private func anyDeclared() throws -> Bool {
+        if let known = cache?.anyDeclared { return known }
+        let any = try db.scalarInt("SELECT EXISTS (SELECT 1 FROM zone_orders)") == 1
+        cache?.anyDeclared = any
+        return any
     }
 
     /// The orderings declared for a list (by its store key).
@@ -137,7 +145,10 @@ struct ZoneOrders {
     /// Firebase's, puts those after the scalars above U+FFFF; byte order puts them before).
     static func sortsAsBytes(_ key: String) -> Bool {
         guard FirebaseOrder.integerKey(key) == nil else { return false }
-        return !key.unicodeScalars.contains { $0.value >= 0xE000 && $0.value <= 0xFFFF }
+        // The scalars U+E000-U+FFFF are exactly those whose UTF-8 starts with EE or EF (no
+        // other byte of valid UTF-8 is either): a pass over the bytes, not a decoding of scalars.
+        var key = key
+        return key.withUTF8 { bytes in !bytes.contains { $0 == 0xEE || $0 == 0xEF } }
     }
 
     /// Called as a zone of a zone list is created: a key that does not sort as its bytes declares

@@ -21,23 +21,28 @@ struct ZoneStore {
     var orderCache: ZoneOrderCache? = nil
 
     /// Applies a pair written into `zone` by the record stored as arrival number `seq`.
-    /// `encodedValue` is the pair's value as the record carries it (canonical CBOR, what
-    /// `TreeValueCodec.encode` would give) and `authorID` the author's user id, both worked out
-    /// once per record by the caller. `inPlainRecord` says whether the record's own bytes hold
-    /// the pair, so the zone may keep its value there (`PairFold.inPlainRecord`): no default, as
-    /// a sealed or large write that claimed so would make its zone unreadable.
-    func apply(_ pair: WritePair, encodedValue: ArraySlice<UInt8>, zone: Zone, author: PublicKey, authorID: String,
-               order: [UInt8], seq: Int64, inPlainRecord: Bool) throws {
+    /// `encodedValue` gives the pair's value as the record carries it (canonical CBOR, what
+    /// `TreeValueCodec.encode` would give), `order` the record's write-order key, and `authorID`
+    /// is the author's user id, all worked out at most once per record by the caller, and the
+    /// first two only when asked: a message written once needs neither. `inPlainRecord` says
+    /// whether the record's own bytes hold the pair, so the zone may keep its value there
+    /// (`PairFold.inPlainRecord`): no default, as a sealed or large write that claimed so would
+    /// make its zone unreadable.
+    func apply(_ pair: WritePair, encodedValue: () -> ArraySlice<UInt8>, zone: Zone, author: PublicKey, authorID: String,
+               order: () -> [UInt8], seq: Int64, inPlainRecord: Bool) throws {
         // Someone else's pairs can never count in a profile, so they are not even kept.
         if case let .user(uid) = zone, uid != authorID { return }
-        assert(Array(encodedValue) == TreeValueCodec.encode(pair.value).encoded(), "a record's value bytes are not canonical")
-        let root = zone.root
-        let zoneKey = StoreKey.of(root)
-        let relative = pair.path.relative(to: root) ?? .root
+        assert(Array(encodedValue()) == TreeValueCodec.encode(pair.value).encoded(), "a record's value bytes are not canonical")
         // A pair that breaks the senderId rule counts for nothing, not even as a claim, and no
         // fold ever reads it (a fold takes the owner's pairs that keep the rule), so it is not
         // noted either.
         guard ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID) else { return }
+        // A zone's root is a prefix of its pairs' paths (`Zone.of`), so a pair at the root (nearly
+        // every message) is the root: no second path is built for it, nor a relative one.
+        let atRoot = Zone.isRoot(pair.path.segments)
+        let root = atRoot ? pair.path : zone.root
+        let zoneKey = StoreKey.of(root)
+        func relative() -> Path { pair.path.relative(to: root) ?? .root }
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
         // zone's root is the zone's whole value, which its record holds already: the row says so
@@ -46,18 +51,22 @@ struct ZoneStore {
         let firstValue: FirstValue
         if pair.value == .null {
             firstValue = .none
-        } else if relative.isRoot && inPlainRecord {
+        } else if atRoot && inPlainRecord {
             firstValue = .inRecord
-        } else if relative.isRoot {
-            firstValue = .bytes(encodedValue)  // the zone's whole value: its encoding as given
-        } else if case let .blob(bytes) = ZoneStore.encode(JSONValue.null.setting(relative, to: pair.value)) {
+        } else if atRoot {
+            firstValue = .bytes(encodedValue())  // the zone's whole value: its encoding as given
+        } else if case let .blob(bytes) = ZoneStore.encode(JSONValue.null.setting(relative(), to: pair.value)) {
             firstValue = .bytes(bytes[...])
         } else {
             firstValue = .none
         }
         if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
-            let value = JSONValue.null.setting(relative, to: pair.value)
-            if let list = root.parent, let key = root.key, ZoneOrders.isZoneList(list) { try orders.zoneCreated(list: list, key: key) }
+            let value = atRoot ? pair.value : JSONValue.null.setting(relative(), to: pair.value)
+            // A key that sorts as its bytes (nearly all) needs no key ordering: checked first,
+            // before the list's path is built.
+            if let key = root.key, !ZoneOrders.sortsAsBytes(key), let list = root.parent, ZoneOrders.isZoneList(list) {
+                try orders.zoneCreated(list: list, key: key)
+            }
             try orders.zoneChanged(zone, old: .null, new: value, zoneKey: zoneKey)
             try noteReferences(zone, value)
             return
@@ -76,11 +85,11 @@ struct ZoneStore {
         // Another pair of the record folded last extends the value too: a record's paths never
         // overlap, so its pairs fold alike in any order.
         if let lastSeq, lastSeq != seq, let lastOrder = try writeOrder(ofRecord: lastSeq, author: owner),
-           !lastOrder.lexicographicallyPrecedes(order) {
+           !lastOrder.lexicographicallyPrecedes(order()) {
             try refold(zone)  // older than what the value already holds: fold again in order
             return
         }
-        let next = current.setting(relative, to: pair.value)
+        let next = current.setting(relative(), to: pair.value)
         try db.run("UPDATE zones SET last_seq = ?, value = ? WHERE zone = ?", [.integer(seq), ZoneStore.encode(next), .text(zoneKey)])
         try orders.zoneChanged(zone, old: current, new: next, zoneKey: zoneKey)
         try noteReferences(zone, next)

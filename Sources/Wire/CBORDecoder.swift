@@ -141,11 +141,13 @@ public struct CBORDecoder {
     /// library, whose generic validating initializer looks up type metadata on each call, a
     /// visible share of decoding the records of a cold sync.
     static func text(_ raw: ArraySlice<UInt8>) -> String? {
-        raw.withUnsafeBufferPointer { buffer in
-            var high: UInt8 = 0
-            for byte in buffer { high |= byte }
-            return high < 0x80 ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
-        }
+        raw.withUnsafeBufferPointer(text)
+    }
+
+    static func text(_ buffer: UnsafeBufferPointer<UInt8>) -> String? {
+        var high: UInt8 = 0
+        for byte in buffer { high |= byte }
+        return high < 0x80 ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
     }
 
     private mutating func item(depth: Int) throws(CBORError) -> CBOR {

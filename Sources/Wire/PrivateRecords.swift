@@ -98,12 +98,24 @@ public struct LeaveBody: Hashable, Sendable {
 public enum PrivateBodies {
     /// "g_" or "d_" and 20 base64url characters.
     public static func validate(conversation: String) throws(RecordError) {
-        let bytes = Array(conversation.utf8)
-        guard bytes.count == PrivateLimits.conversationIDBytes,
-              conversation.hasPrefix("g_") || conversation.hasPrefix("d_"),
-              bytes.dropFirst(2).allSatisfy(isBase64URL) else {
+        guard isConversationID(conversation) else {
             throw .invalidBody("a private conversation id is g_ or d_ and 20 base64url characters")
         }
+    }
+
+    /// The rule of `validate(conversation:)`, read from the UTF-8 in place: every pair a node
+    /// stores is asked whether it lands in a private conversation, so this runs once per message
+    /// of a sync, and copying the bytes out and comparing prefixes as text cost some 600
+    /// instructions each time. (Bytes all ASCII after a two-byte ASCII prefix make the same
+    /// decision as the text prefix.)
+    public static func isConversationID(_ conversation: String) -> Bool {
+        let utf8 = conversation.utf8
+        guard utf8.count == PrivateLimits.conversationIDBytes else { return false }
+        var bytes = utf8.makeIterator()
+        guard let kind = bytes.next(), kind == UInt8(ascii: "g") || kind == UInt8(ascii: "d"),
+              bytes.next() == UInt8(ascii: "_") else { return false }
+        while let byte = bytes.next() { guard isBase64URL(byte) else { return false } }
+        return true
     }
 
     static func isBase64URL(_ c: UInt8) -> Bool {

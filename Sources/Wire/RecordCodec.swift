@@ -138,6 +138,13 @@ enum RecordCodec {
         guard bytes.count <= RecordLimits.maxRecordBytes else {
             throw .tooLarge(size: bytes.count, limit: RecordLimits.maxRecordBytes)
         }
+        if let record = OnePairWriteReader.record(bytes, id: id) { return record }
+        return try decodeItems(bytes, id: id)
+    }
+
+    /// `decode` the general way, through the CBOR item tree: every kind and shape of record, and
+    /// the reason for every refusal.
+    static func decodeItems(_ bytes: [UInt8], id: Digest32?) throws(RecordError) -> Record {
         let item: CBOR
         do { item = try CBORDecoder.decode(bytes, limits: RecordLimits.cbor) } catch { throw .malformed(error) }
         guard case let .array(fields) = item, fields.count == 6 else {

@@ -1,0 +1,171 @@
+import Crypto
+import Tree
+
+/// Reads the commonest record, a write of one pair (a message, a profile field), straight from
+/// its bytes into a `Record`, without building its CBOR item tree first: that tree, built and
+/// then released for each record, was a third of what decoding cost a cold sync, beside the
+/// signature.
+///
+/// It only ever accepts. On anything it does not read itself (another kind, several pairs, a
+/// float, any rule broken) it gives nil, and `RecordCodec.decode` decodes the bytes the general
+/// way, which then accepts them or says why not. Every rule it checks is the general decoders'
+/// own (`CBORDecoder`: shortest heads, UTF-8, map keys in bytewise order and unique, the nesting
+/// and item limits; `TreeValueCodec` and `Path` for values and keys), so what it accepts, the
+/// general way accepts alike, as the same record; the tests check that on generated and on
+/// mutated records.
+struct OnePairWriteReader {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var offset = 0
+    private var items = 0
+
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// The record `encoded` holds, if it is a write of one pair that this reader reads; nil
+    /// otherwise (not a refusal). `id` is BLAKE2b-256 of `encoded` if the caller has it.
+    static func record(_ encoded: [UInt8], id: Digest32?) -> Record? {
+        let read = encoded.withUnsafeBufferPointer { buffer -> (PublicKey, UInt64, WritePair, Signature, Bool)? in
+            var reader = OnePairWriteReader(buffer)
+            return reader.fields()
+        }
+        guard let (author, clock, pair, signature, respelled) = read else { return nil }
+        assert(id == nil || id == BLAKE2b.digest256(encoded), "the id given is not the hash of the bytes")
+        return Record(author: author, clock: clock, body: .write([pair]), signature: signature,
+                      encoded: encoded, id: id ?? BLAKE2b.digest256(encoded), valuesRespelled: respelled)
+    }
+
+    /// `[version, 1, author, clock, [[path, value]], signature]`, spanning every byte.
+    private mutating func fields() -> (PublicKey, UInt64, WritePair, Signature, Bool)? {
+        guard container(major: 4, depth: 0) == 6,
+              unsigned() == Record.version, unsigned() == RecordKind.write.rawValue,
+              let authorBytes = byteString(), authorBytes.count == PublicKey.byteCount,
+              let author = try? PublicKey(bytes: authorBytes),
+              let clock = unsigned(),
+              container(major: 4, depth: 1) == 1, container(major: 4, depth: 2) == 2,
+              let pathText = text(), let path = try? Path(storageKey: pathText) else { return nil }
+        var respelled = false
+        guard let value = value(at: path, depth: 3, allowNull: true, respelled: &respelled),
+              let signatureBytes = byteString(), signatureBytes.count == Signature.byteCount,
+              let signature = try? Signature(bytes: signatureBytes),
+              offset == bytes.count else { return nil }
+        return (author, clock, WritePair(path: path, value: value), signature, respelled)
+    }
+
+    // MARK: Values (`TreeValueCodec.decode`)
+
+    /// A tree value at `path`: an object (a map with text keys, each a valid key in NFC, none
+    /// canonically equivalent to another), text, a bool, an integer within 2^53, or null where
+    /// `allowNull`. Floats are left to the general decoder.
+    private mutating func value(at path: Path, depth: Int, allowNull: Bool, respelled: inout Bool) -> JSONValue? {
+        guard offset < bytes.count else { return nil }
+        switch bytes[offset] >> 5 {
+        case 0:
+            guard let n = unsigned(), n <= 1 << 53 else { return nil }
+            return .number(Double(n))
+        case 1:
+            guard let n = argument(major: 1), n < 1 << 53 else { return nil }
+            return .number(-Double(n) - 1)
+        case 3:
+            return text().map(JSONValue.string)
+        case 5:
+            return object(at: path, depth: depth, respelled: &respelled)
+        case 7:
+            let simple = bytes[offset]
+            offset += 1
+            items += 1
+            guard items <= RecordLimits.cbor.maxItems else { return nil }
+            switch simple {
+            case 0xF4: return .bool(false)
+            case 0xF5: return .bool(true)
+            case 0xF6: return allowNull ? .null : nil
+            default: return nil
+            }
+        default:
+            return nil
+        }
+    }
+
+    private mutating func object(at path: Path, depth: Int, respelled: inout Bool) -> JSONValue? {
+        guard let count = container(major: 5, depth: depth), count > 0 else { return nil }
+        var members = [String: JSONValue](minimumCapacity: count)
+        var previousKey: Range<Int>?
+        for _ in 0..<count {
+            let keyStart = offset
+            guard let written = text() else { return nil }
+            let keyBytes = keyStart..<offset
+            if let previous = previousKey {
+                // Strictly increasing encoded keys: in order and no two the same.
+                guard bytes[previous].lexicographicallyPrecedes(bytes[keyBytes]) else { return nil }
+            }
+            previousKey = keyBytes
+            guard let key = try? path.canonicalChildKey(written) else { return nil }
+            if !respelled, !CanonicalText.isASCII(written), !key.utf8.elementsEqual(written.utf8) { respelled = true }
+            let member: JSONValue?
+            if offset < bytes.count, bytes[offset] >> 5 == 5 {
+                guard let child = try? path.appending(key) else { return nil }
+                member = object(at: child, depth: depth + 1, respelled: &respelled)
+            } else {
+                member = value(at: path, depth: depth + 1, allowNull: false, respelled: &respelled)
+            }
+            guard let member, members.updateValue(member, forKey: key) == nil else { return nil }
+        }
+        return .object(members)
+    }
+
+    // MARK: Items (`CBORDecoder`)
+
+    /// The count of an array (`major` 4) or map (5) at `depth`, within the nesting limit and no
+    /// larger than the bytes left could hold.
+    private mutating func container(major: UInt8, depth: Int) -> Int? {
+        guard depth < RecordLimits.cbor.maxDepth, let count = argument(major: major) else { return nil }
+        let left = UInt64(bytes.count - offset)
+        guard count <= left, major == 4 || count <= left / 2 else { return nil }
+        return Int(count)
+    }
+
+    private mutating func unsigned() -> UInt64? { argument(major: 0) }
+
+    private mutating func byteString() -> UnsafeBufferPointer<UInt8>? {
+        guard let length = argument(major: 2) else { return nil }
+        return take(length)
+    }
+
+    private mutating func text() -> String? {
+        guard let length = argument(major: 3), let raw = take(length) else { return nil }
+        return CBORDecoder.text(raw)
+    }
+
+    private mutating func take(_ length: UInt64) -> UnsafeBufferPointer<UInt8>? {
+        guard length <= UInt64(bytes.count - offset) else { return nil }
+        let start = offset
+        offset += Int(length)
+        return UnsafeBufferPointer(rebasing: bytes[start..<offset])
+    }
+
+    /// The argument of the next item's head, when it is of `major` type and in its shortest
+    /// form; counts the item against the item limit.
+    private mutating func argument(major: UInt8) -> UInt64? {
+        guard offset < bytes.count, bytes[offset] >> 5 == major else { return nil }
+        let info = bytes[offset] & 0x1F
+        offset += 1
+        items += 1
+        guard items <= RecordLimits.cbor.maxItems else { return nil }
+        let width: Int
+        switch info {
+        case 0..<24: return UInt64(info)
+        case 24: width = 1
+        case 25: width = 2
+        case 26: width = 4
+        case 27: width = 8
+        default: return nil
+        }
+        guard width <= bytes.count - offset else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes[offset..<(offset + width)] { value = value << 8 | UInt64(byte) }
+        offset += width
+        // Shortest form: a wider head only for a value the narrower one cannot hold.
+        let smallest: UInt64 = width == 1 ? 24 : width == 2 ? 0x100 : width == 4 ? 0x1_0000 : 0x1_0000_0000
+        return value >= smallest ? value : nil
+    }
+}

@@ -1,0 +1,192 @@
+import Crypto
+import Testing
+import Tree
+@testable import Wire
+
+/// The direct reader of one-pair writes (`OnePairWriteReader`) against the general decoder
+/// (`RecordCodec.decodeItems`): whatever it accepts, the general decoder accepts as the same
+/// record, byte for byte; what the general decoder refuses, it never accepts.
+@Suite("Reading one-pair writes directly")
+struct OnePairWriteReaderTests {
+    /// A record of exactly these fields, signed (the decoders do not check signatures, so any
+    /// 64 bytes would do; a real one keeps the records realistic).
+    static func encoded(_ fields: [CBOR]) -> [UInt8] {
+        let signature = (try? alice.sign(Record.signingDomain + CBOR.array(fields).encoded()))?.bytes ?? []
+        return CBOR.array(fields + [.bytes(signature)]).encoded()
+    }
+
+    static func write(_ path: String, _ value: CBOR, clock: UInt64 = 1_700_000_000_000 << 16) -> [UInt8] {
+        encoded([.unsigned(1), .unsigned(1), .bytes(alice.publicKey.bytes), .unsigned(clock), .array([.array([.text(path), value])])])
+    }
+
+    /// The reader's answer checked against the general decoder's; returns whether it read the
+    /// record itself.
+    @discardableResult
+    static func check(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let direct = OnePairWriteReader.record(bytes, id: nil)
+        let general: Record? = try? RecordCodec.decodeItems(bytes, id: nil)
+        guard let direct else { return false }
+        guard let general else {
+            Issue.record("read directly, but the general decoder refuses \(bytes)", sourceLocation: sourceLocation)
+            return true
+        }
+        #expect(direct.author == general.author && direct.clock == general.clock && direct.signature == general.signature,
+                sourceLocation: sourceLocation)
+        #expect(direct.encoded == general.encoded && direct.id == general.id && direct.valuesRespelled == general.valuesRespelled,
+                sourceLocation: sourceLocation)
+        // Bytes, not `==`: Swift's string equality would take canonically equivalent text as equal.
+        #expect(RecordCodec.encodeBody(direct.body).encoded() == RecordCodec.encodeBody(general.body).encoded(),
+                sourceLocation: sourceLocation)
+        return true
+    }
+
+    @Test("a message, a profile field and a delete are read directly, as the general decoder reads them")
+    func commonRecords() {
+        let message = CBOR.map([
+            CBORPair(.text("date"), .unsigned(1_700_000_000_123)), CBORPair(.text("senderId"), .text(alice.publicKey.userID)),
+            CBORPair(.text("text"), .text("Привет, 世界 👋")), CBORPair(.text("read"), .bool(false)),
+            CBORPair(.text("n"), .negative(41)), CBORPair(.text("meta"), .map([CBORPair(.text("e\u{301}"), .bool(true))])),
+        ])
+        #expect(Self.check(Self.write("/conversations/c1/messages/-Nabcdefghijklmnopqr", message)))
+        #expect(Self.check(Self.write("/users/\(alice.publicKey.userID)/name", .text("Alice"))))
+        #expect(Self.check(Self.write("/rooms/lobby", .null)))
+        #expect(Self.check(Self.write("/k/cafe\u{301}", .unsigned(1 << 53))))
+        // Respelled: an object key in NFD is read in NFC, and the record says so.
+        let respelled = Self.write("/k", .map([CBORPair(.text("cafe\u{301}"), .unsigned(1))]))
+        #expect(Self.check(respelled))
+        #expect(OnePairWriteReader.record(respelled, id: nil)?.valuesRespelled == true)
+    }
+
+    @Test("what it does not read is left to the general decoder, which still reads it")
+    func leftToTheGeneralDecoder() throws {
+        let withFloat = Self.write("/k", .float(1.5))
+        let twoPairs = Self.encoded([.unsigned(1), .unsigned(1), .bytes(alice.publicKey.bytes), .unsigned(5),
+                                     .array([.array([.text("/a"), .unsigned(1)]), .array([.text("/b"), .unsigned(2)])])])
+        for bytes in [withFloat, twoPairs] {
+            #expect(OnePairWriteReader.record(bytes, id: nil) == nil)
+            #expect(try Record.decode(bytes).encoded == bytes)
+        }
+    }
+
+    @Test("bytes the general decoder refuses are never read directly")
+    func refusals() {
+        let valid = Self.write("/k", .map([CBORPair(.text("a"), .unsigned(1)), CBORPair(.text("b"), .unsigned(2))]))
+        var cases: [[UInt8]] = []
+        // A wider head than needed for the record's array.
+        cases.append([0x98, 0x06] + valid.dropFirst())
+        // Map keys out of order, and the same key twice.
+        let mapStart = valid.firstIndex(of: 0xA2)!
+        var swapped = valid
+        swapped[mapStart + 2] = UInt8(ascii: "b")
+        swapped[mapStart + 5] = UInt8(ascii: "a")
+        cases.append(swapped)
+        var twice = valid
+        twice[mapStart + 5] = UInt8(ascii: "a")
+        cases.append(twice)
+        // Trailing bytes, a truncation, a null member, an empty object, arrays and byte strings.
+        cases.append(valid + [0x00])
+        cases.append(Array(valid.dropLast()))
+        cases.append(Self.write("/k", .map([CBORPair(.text("a"), .null)])))
+        cases.append(Self.write("/k", .map([])))
+        cases.append(Self.write("/k", .array([.unsigned(1)])))
+        cases.append(Self.write("/k", .bytes([1, 2])))
+        // Integers beyond 2^53, canonically equivalent keys, bad keys and paths.
+        cases.append(Self.write("/k", .unsigned(1 << 53 + 1)))
+        cases.append(Self.write("/k", .negative(1 << 53)))
+        cases.append(Self.write("/k", .map([CBORPair(.text("\u{E9}"), .unsigned(1)), CBORPair(.text("e\u{301}"), .unsigned(2))])))
+        cases.append(Self.write("/k", .map([CBORPair(.text("a.b"), .unsigned(1))])))
+        cases.append(Self.write("/k", .map([CBORPair(.text("\u{1}"), .unsigned(1))])))
+        cases.append(Self.write("k", .unsigned(1)))
+        cases.append(Self.write("/a//b", .unsigned(1)))
+        cases.append(Self.write("/" + String(repeating: "x", count: 800), .unsigned(1)))
+        // Another version, wrong sizes of author and signature, a record of five fields.
+        cases.append(Self.encoded([.unsigned(2), .unsigned(1), .bytes(alice.publicKey.bytes), .unsigned(5), .array([.array([.text("/a"), .unsigned(1)])])]))
+        cases.append(Self.encoded([.unsigned(1), .unsigned(1), .bytes([1, 2, 3]), .unsigned(5), .array([.array([.text("/a"), .unsigned(1)])])]))
+        cases.append(CBOR.array([.unsigned(1), .unsigned(1), .bytes(alice.publicKey.bytes), .unsigned(5), .array([.array([.text("/a"), .unsigned(1)])]), .bytes([0])]).encoded())
+        cases.append(CBOR.array([.unsigned(1), .unsigned(1), .bytes(alice.publicKey.bytes), .unsigned(5), .array([.array([.text("/a"), .unsigned(1)])])]).encoded())
+        // Nesting past the limits: 40 levels of CBOR (the record, its body and pair take three),
+        // and before that 32 keys of a path.
+        var deep = CBOR.unsigned(1)
+        for _ in 0..<38 { deep = .map([CBORPair(.text("d"), deep)]) }
+        cases.append(Self.write("/k", deep))
+        for bytes in cases {
+            #expect((try? RecordCodec.decodeItems(bytes, id: nil)) == nil, "the general decoder takes \(bytes)")
+            #expect(OnePairWriteReader.record(bytes, id: nil) == nil, "read directly: \(bytes)")
+        }
+        // A value as deep as a path may reach is read directly.
+        var within = CBOR.unsigned(1)
+        for _ in 0..<31 { within = .map([CBORPair(.text("d"), within)]) }
+        #expect(Self.check(Self.write("/k", within)))
+    }
+
+    @Test("generated and mutated records: the direct reader agrees with the general decoder on every one")
+    func generatedAndMutated() {
+        var random = SplitMix(seed: 0x5EED_0001)
+        var readDirectly = 0, mutantsRead = 0
+        for round in 0..<4_000 {
+            let valid = Self.write(Self.paths[random.below(Self.paths.count)], Self.value(&random, depth: 0))
+            if Self.check(valid) { readDirectly += 1 }
+            var mutant = valid
+            for _ in 0...random.below(3) { Self.mutate(&mutant, &random) }
+            if Self.check(mutant) { mutantsRead += 1 }
+            if round % 500 == 0 { Self.check(Array(valid.prefix(random.below(valid.count)))) }
+        }
+        // The generator mostly makes records the reader reads, and some mutants still are records.
+        #expect(readDirectly > 1_000)
+        #expect(mutantsRead > 50)
+    }
+
+    static let paths = ["/conversations/c1/messages/-Nabc", "/users/u1", "/users/u1/name", "/k/e\u{301}", "", "/a", "/a.b", "/x/\u{1}", "/\u{212B}"]
+    static let keys = ["a", "b", "text", "senderId", "date", "e\u{301}", "\u{E9}", "\u{212B}", "\u{C5}", "a.b", "$x", "", "\u{7F}", "\u{E000}", "Ж", "😀"]
+
+    /// A random value, mostly a valid tree value, sometimes not (floats, arrays, bytes, nulls
+    /// inside objects, keys that are invalid or meet in NFC).
+    static func value(_ random: inout SplitMix, depth: Int) -> CBOR {
+        switch random.below(depth > 3 ? 8 : 11) {
+        case 0: return .unsigned([0, 23, 24, 255, 256, 65_535, 65_536, 1 << 32, 1 << 53, 1 << 53 + 1][random.below(10)])
+        case 1: return .negative([0, 23, 24, 255, 1 << 53 - 1, 1 << 53][random.below(6)])
+        case 2, 3: return .text(["", "hi", "Привет", "e\u{301}", "😀 ok", String(repeating: "z", count: 300)][random.below(6)])
+        case 4: return .bool(random.below(2) == 0)
+        case 5: return random.below(4) == 0 ? .null : .text("n")
+        case 6: return [.float(1.5), .float(2.0), .array([.unsigned(1)]), .bytes([1])][random.below(4)]
+        case 7: return .unsigned(7)
+        default:
+            var pairs: [CBORPair] = []
+            var used = Set<[UInt8]>()
+            for _ in 0..<random.below(5) {
+                let key = keys[random.below(keys.count)]
+                guard used.insert(Array(key.utf8)).inserted else { continue }
+                pairs.append(CBORPair(.text(key), value(&random, depth: depth + 1)))
+            }
+            return .map(pairs)
+        }
+    }
+
+    /// One random change of the bytes: a byte replaced (at random, or by a head byte that
+    /// often changes the meaning), inserted or removed.
+    static func mutate(_ bytes: inout [UInt8], _ random: inout SplitMix) {
+        guard !bytes.isEmpty else { return }
+        let at = random.below(bytes.count)
+        let interesting: [UInt8] = [0x00, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1F, 0x20, 0x38, 0x40, 0x60, 0x61, 0x7F, 0x80, 0xA0, 0xA1, 0xBF, 0xF4, 0xF6, 0xF7, 0xF9, 0xFF]
+        switch random.below(4) {
+        case 0: bytes[at] = UInt8(truncatingIfNeeded: random.next())
+        case 1: bytes[at] = interesting[random.below(interesting.count)]
+        case 2: bytes.insert(interesting[random.below(interesting.count)], at: at)
+        default: bytes.remove(at: at)
+        }
+    }
+}
+
+/// A small seeded generator, so a failure repeats.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
