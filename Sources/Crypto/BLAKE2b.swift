@@ -1,25 +1,55 @@
 internal import CSodium
 
 /// A 32-byte BLAKE2b-256 digest: record ids, blob and chunk hashes, set fingerprints.
+///
+/// Held inline as four words, not in an array: ids are made, copied, hashed and compared
+/// millions of times in a sync (held, arriving, asked for, in every record), and an array put
+/// each one on the heap of its own, with a reference count touched at every copy and a pointer
+/// to follow at every comparison.
 public struct Digest32: Hashable, Sendable, Comparable, CustomStringConvertible {
     public static let byteCount = 32
-    public let bytes: [UInt8]
+    /// The bytes in memory order, eight to a word.
+    private let words: (UInt64, UInt64, UInt64, UInt64)
 
     public init(bytes: some Collection<UInt8>) throws(CryptoError) {
         guard bytes.count == Self.byteCount else {
             throw .wrongLength(what: "digest", expected: Self.byteCount, got: bytes.count)
         }
-        self.bytes = Array(bytes)
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        Swift.withUnsafeMutableBytes(of: &words) { $0.copyBytes(from: bytes) }
+        self.words = words
+    }
+
+    /// Fills the 32 bytes in place (`fill` writes all of them).
+    init(filling fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        Swift.withUnsafeMutableBytes(of: &words, fill)
+        self.words = words
+    }
+
+    /// The 32 bytes, as a new array.
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// The 32 bytes in place, for as long as `body` runs.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Swift.withUnsafeBytes(of: words, body)
     }
 
     public var description: String { Hex.encode(bytes) }
-    public static func < (a: Digest32, b: Digest32) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 
-    /// The 32 bytes in one call: an array's own hashing feeds the hasher byte by byte, and
-    /// digests are hashed on every set and dictionary access of a chunk fetch (equal digests
-    /// have equal bytes, so this agrees with `==`).
+    /// Bytewise order: each word read most significant byte first.
+    public static func < (a: Digest32, b: Digest32) -> Bool {
+        (a.words.0.bigEndian, a.words.1.bigEndian, a.words.2.bigEndian, a.words.3.bigEndian)
+            < (b.words.0.bigEndian, b.words.1.bigEndian, b.words.2.bigEndian, b.words.3.bigEndian)
+    }
+
+    public static func == (a: Digest32, b: Digest32) -> Bool { a.words == b.words }
+
+    /// The first word only. That agrees with `==`, and is as safe against crafted collisions:
+    /// the bytes are BLAKE2b output, so digests that share a first word cost some 2^64 tries
+    /// each to find, and the hasher's per-process seed still decides where a word lands.
     public func hash(into hasher: inout Hasher) {
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(words.0)
     }
 }
 
@@ -41,7 +71,15 @@ public enum BLAKE2b {
 
     /// BLAKE2b-256 as a typed digest.
     public static func digest256(_ data: some Collection<UInt8>) -> Digest32 {
-        try! Digest32(bytes: hash(data, length: 32))  // length is 32 by construction
+        Sodium.ready()
+        let data = Array(data)
+        return Digest32 { raw in
+            raw.withMemoryRebound(to: UInt8.self) { out in
+                data.withUnsafeBufferPointer { d in
+                    _ = crypto_generichash(out.baseAddress!, Digest32.byteCount, d.baseAddress, UInt64(d.count), nil, 0)
+                }
+            }
+        }
     }
 
     /// An incremental hasher, for content that arrives in pieces (export streams, blobs).

@@ -198,7 +198,7 @@ extension Node {
         guard report.added > 0 else { return }
         // During a cold sync every record is new: the same array, not a copy of each record.
         let added = report.addedIndices.count == records.count ? records : report.addedIndices.map { records[$0] }
-        for record in added { recordSet.insert(clock: record.clock, id: record.id.bytes) }
+        for record in added { recordSet.insert(clock: record.clock, id: record.id) }
         storedHere.formUnion(report.addedSequences)
         // Positions in `records` run batch after batch; `addedIndices` is ascending.
         var position = 0, offset = 0
@@ -291,7 +291,7 @@ extension Node {
                 handledSequence = max(handledSequence, sequence)
                 // Records this node stored itself are known already; only other processes' are new.
                 guard storedHere.remove(sequence) == nil, let record = try? Record.decode(bytes, verify: false) else { continue }
-                recordSet.insert(clock: record.clock, id: record.id.bytes)
+                recordSet.insert(clock: record.clock, id: record.id)
                 encodings.append(bytes)
                 records.append(record)
             }

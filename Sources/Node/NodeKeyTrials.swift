@@ -31,8 +31,10 @@ extension Node {
     /// node (their conversations changed), less `shown` (told already as stored records).
     func announceOpenedKeyRecords(except shown: [Record]) {
         dispatchPrecondition(condition: .onQueue(queue))
+        // Nearly always none: then no set of the batch's ids is built (a sync's batches hold thousands).
+        let taken = store.takeOpenedKeyRecords()
+        guard !taken.isEmpty else { return }
         let told = Set(shown.map(\.id))
-        let opened = store.takeOpenedKeyRecords().filter { !told.contains($0.id) }
-        notifyObservers(opened)
+        notifyObservers(taken.filter { !told.contains($0.id) })
     }
 }

@@ -4,14 +4,16 @@ import Foundation
 
 extension Node {
     /// Hands the memory freed since the last tick back to the system, on a tick when no record
-    /// arrived. Why: malloc keeps what a burst frees (a sync's batches, verified on several
-    /// threads, each with its own arena; a large API response) for reuse, so without this a
-    /// node's resident memory would stay at its highest for good. Idle, it costs a walk of the
-    /// free lists every couple of seconds.
-    func releaseFreedMemoryWhenQuiet() {
+    /// arrived and no session moved any (`movingRecords`). Why: malloc keeps what a burst frees
+    /// (a sync's batches, verified on several threads, each with its own arena; a large API
+    /// response) for reuse, so without this a node's resident memory would stay at its highest
+    /// for good. Idle, it costs a walk of the free lists every couple of seconds. Not while
+    /// records move: a node serving a sync (which stores nothing) handed back its send buffers'
+    /// memory every tick, only to take it again at once, zeroed page by page by the kernel.
+    func releaseFreedMemoryWhenQuiet(movingRecords: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         defer { sequenceAtLastTick = handledSequence }
-        guard handledSequence == sequenceAtLastTick, verified.isEmpty, arriving.isEmpty else { return }
+        guard !movingRecords, handledSequence == sequenceAtLastTick, verified.isEmpty, arriving.isEmpty else { return }
         _ = Node.releaseFreedMemory()
     }
 

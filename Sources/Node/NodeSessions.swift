@@ -236,8 +236,10 @@ extension Node {
         for slot in sessions.values where now - slot.lastActivity > config.idleTimeoutSeconds {
             close(slot, reason: "idle", misbehaved: false)
         }
+        var anyMoving = false
         let candidates = sessions.values.filter { slot in
             let moving = slot.isMovingRecords()  // called for every session: it takes the tick's count
+            if moving { anyMoving = true }
             return slot.outbound && slot.established && !slot.machine.isReconciling
                 && (!moving || now - slot.roundStartedAt >= config.maxRoundDeferral)
         }
@@ -258,7 +260,7 @@ extension Node {
             if isBanned(address) { continue }  // it broke the protocol: not redialled until the ban ends
             if (manualRetry[address] ?? 0) <= now { connect(to: address, expected: nil, manual: true) }
         }
-        releaseFreedMemoryWhenQuiet()
+        releaseFreedMemoryWhenQuiet(movingRecords: anyMoving)
     }
 }
 

@@ -50,7 +50,7 @@ struct RecordSet {
     /// `clocks(of:)` one at a time, without an array for them: a peer's want is answered by
     /// looking up every id it names, a million for a cold sync.
     func forEachClock(of id: Digest32, _ body: (UInt64) throws -> Void) rethrows {
-        let prefix = id.bytes.withUnsafeBytes { RecordSet.prefix($0) }
+        let prefix = id.withUnsafeBytes { RecordSet.prefix($0) }
         guard let first = clocksByPrefix[prefix] else { return }
         try body(first)
         for clock in moreClocks[prefix] ?? [] { try body(clock) }
@@ -66,7 +66,7 @@ struct RecordSet {
 
     /// Adds a record newly stored (each record once: the caller knows it from the store's
     /// report of what it added, or from its arrival number).
-    mutating func insert(clock: UInt64, id: [UInt8]) {
+    mutating func insert(clock: UInt64, id: Digest32) {
         id.withUnsafeBytes { raw in
             guard items.append(timestamp: clock, id: raw) else { return }
             note(clock: clock, prefix: RecordSet.prefix(raw))

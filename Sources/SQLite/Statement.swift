@@ -115,6 +115,14 @@ public final class Statement {
         try SQLiteError.check(rc, db, sql: sql)
     }
 
+    /// Binds bytes in place as a blob (copied by SQLite), for values held inline rather than in
+    /// an array, such as a record id, bound once per record a sync stores or serves.
+    public func bind(rawBlob bytes: UnsafeRawBufferPointer, at index: Int32) throws(SQLiteError) {
+        guard bytes.count > 0 else { return try bind(.blob([]), at: index) }
+        mayHaveBindings = true
+        try SQLiteError.check(sqlite3_bind_blob64(handle, index, bytes.baseAddress, UInt64(bytes.count), transientDestructor), db, sql: sql)
+    }
+
     /// Sets every parameter back to NULL, dropping copies of large bound blobs.
     /// https://sqlite.org/c3ref/clear_bindings.html
     public func clearBindings() {

@@ -59,7 +59,7 @@ extension Store {
     func insert(_ record: Record) throws -> Int64? {
         let statement = try db.cachedStatement("INSERT OR IGNORE INTO records(id, clock, kind, bytes) VALUES (?, ?, ?, ?)")
         defer { statement.reset(); statement.clearBindings() }
-        try statement.bind(.blob(record.id.bytes), at: 1)
+        try record.id.withUnsafeBytes { try statement.bind(rawBlob: $0, at: 1) }
         try statement.bind(.integer(Int64(bitPattern: record.clock)), at: 2)
         try statement.bind(.integer(Int64(record.kind.rawValue)), at: 3)
         try statement.bind(.blob(record.encoded), at: 4)

@@ -32,7 +32,7 @@ extension Store {
         let statement = try db.cachedStatement("SELECT 1 FROM records WHERE clock = ? AND id = ?")
         defer { statement.reset(); statement.clearBindings() }
         try statement.bind(.integer(Int64(bitPattern: clock)), at: 1)
-        try statement.bind(.blob(id.bytes), at: 2)
+        try id.withUnsafeBytes { try statement.bind(rawBlob: $0, at: 2) }
         return try statement.step()
     }
 
@@ -58,7 +58,7 @@ extension Store {
             for key in keys {
                 statement.reset()
                 try statement.bind(.integer(Int64(bitPattern: key.clock)), at: 1)
-                try statement.bind(.blob(key.id.bytes), at: 2)
+                try key.id.withUnsafeBytes { try statement.bind(rawBlob: $0, at: 2) }
                 if try statement.step() { out.append(statement.blob(0)) }
             }
             return out
