@@ -1,12 +1,16 @@
 #ifndef LANCHAT_MEMORY_RELEASE_H
 #define LANCHAT_MEMORY_RELEASE_H
 
-/// Hands memory that malloc holds free back to the system (glibc's malloc_trim); returns
-/// whether any was. Elsewhere it does nothing and returns 0.
+/// Hands memory that malloc holds free back to the system (jemalloc: a purge of every arena,
+/// then returns whether it ran; glibc: malloc_trim, then returns whether any was). Elsewhere it
+/// does nothing and returns 0.
 int lanchat_release_free_memory(void);
 
-/// Caps how many arenas malloc keeps (glibc's M_ARENA_MAX); returns whether it took. Elsewhere
-/// it does nothing and returns 0.
+/// Caps how many arenas malloc keeps (glibc's M_ARENA_MAX); returns whether it took (always
+/// under jemalloc, which keeps its own). Elsewhere it does nothing and returns 0.
 int lanchat_limit_malloc_arenas(int arenas);
+
+/// Whether the process allocates through jemalloc (it links it: the `lanchat` executable).
+int lanchat_malloc_is_jemalloc(void);
 
 #endif
