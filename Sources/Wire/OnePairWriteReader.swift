@@ -88,7 +88,9 @@ struct OnePairWriteReader {
 
     private mutating func object(at path: Path, depth: Int, respelled: inout Bool) -> JSONValue? {
         guard let count = container(major: 5, depth: depth), count > 0 else { return nil }
-        var members = [String: JSONValue](minimumCapacity: count)
+        // Room for what a message holds, not for what the head claims: a hostile head may claim
+        // half a megabyte of members and then end.
+        var members = [String: JSONValue](minimumCapacity: min(count, 16))
         var previousKey: Range<Int>?
         for _ in 0..<count {
             let keyStart = offset

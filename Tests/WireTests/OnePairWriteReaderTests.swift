@@ -83,6 +83,10 @@ struct OnePairWriteReaderTests {
         var twice = valid
         twice[mapStart + 5] = UInt8(ascii: "a")
         cases.append(twice)
+        // A map head claiming more members than the bytes left could hold.
+        var claiming = valid
+        claiming.replaceSubrange(mapStart...mapStart, with: [0xBA, 0x00, 0x07, 0xA1, 0x20])
+        cases.append(claiming)
         // Trailing bytes, a truncation, a null member, an empty object, arrays and byte strings.
         cases.append(valid + [0x00])
         cases.append(Array(valid.dropLast()))
