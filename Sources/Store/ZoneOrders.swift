@@ -96,10 +96,12 @@ struct ZoneOrders {
     }
 
     /// Whether any list has an ordering declared, from the cache when it knows.
+    /// Without a cache the list's own lookup answers, rather than a second query each time.
     private func anyDeclared() throws -> Bool {
-        if let known = cache?.anyDeclared { return known }
+        guard let cache else { return true }
+        if let known = cache.anyDeclared { return known }
         let any = try db.scalarInt("SELECT EXISTS (SELECT 1 FROM zone_orders)") == 1
-        cache?.anyDeclared = any
+        cache.anyDeclared = any
         return any
     }
 
@@ -154,8 +156,10 @@ struct ZoneOrders {
     /// Called as a zone of a zone list is created: a key that does not sort as its bytes declares
     /// the list's key ordering (built from the zones already there), so that a list without one
     /// is read in key order from `zones` itself (`keysByZone`).
-    func zoneCreated(list: Path, key: String) throws {
-        guard !ZoneOrders.sortsAsBytes(key) else { return }
+    /// `root` is the new zone's root; its key is looked at before its list's path is built, as
+    /// nearly every key sorts as its bytes.
+    func zoneCreated(root: Path) throws {
+        guard let key = root.key, !ZoneOrders.sortsAsBytes(key), let list = root.parent, ZoneOrders.isZoneList(list) else { return }
         try declareKeyOrder(list: list)
     }
 

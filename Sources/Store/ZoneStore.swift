@@ -42,7 +42,9 @@ struct ZoneStore {
         let atRoot = Zone.isRoot(pair.path.segments)
         let root = atRoot ? pair.path : zone.root
         let zoneKey = StoreKey.of(root)
-        func relative() -> Path { pair.path.relative(to: root) ?? .root }
+        let relative = atRoot ? Path.root : pair.path.relative(to: root) ?? .root
+        // The value the pair alone gives the zone: what a new zone holds.
+        let alone = atRoot ? pair.value : JSONValue.null.setting(relative, to: pair.value)
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
         // zone's root is the zone's whole value, which its record holds already: the row says so
@@ -55,20 +57,15 @@ struct ZoneStore {
             firstValue = .inRecord
         } else if atRoot {
             firstValue = .bytes(encodedValue())  // the zone's whole value: its encoding as given
-        } else if case let .blob(bytes) = ZoneStore.encode(JSONValue.null.setting(relative(), to: pair.value)) {
+        } else if case let .blob(bytes) = ZoneStore.encode(alone) {
             firstValue = .bytes(bytes[...])
         } else {
             firstValue = .none
         }
         if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
-            let value = atRoot ? pair.value : JSONValue.null.setting(relative(), to: pair.value)
-            // A key that sorts as its bytes (nearly all) needs no key ordering: checked first,
-            // before the list's path is built.
-            if let key = root.key, !ZoneOrders.sortsAsBytes(key), let list = root.parent, ZoneOrders.isZoneList(list) {
-                try orders.zoneCreated(list: list, key: key)
-            }
-            try orders.zoneChanged(zone, old: .null, new: value, zoneKey: zoneKey)
-            try noteReferences(zone, value)
+            try orders.zoneCreated(root: root)
+            try orders.zoneChanged(zone, old: .null, new: alone, zoneKey: zoneKey)
+            try noteReferences(zone, alone)
             return
         }
         // Every record but the zone's first (`first_seq`) is noted, for the folds to come.
@@ -89,7 +86,7 @@ struct ZoneStore {
             try refold(zone)  // older than what the value already holds: fold again in order
             return
         }
-        let next = current.setting(relative(), to: pair.value)
+        let next = current.setting(relative, to: pair.value)
         try db.run("UPDATE zones SET last_seq = ?, value = ? WHERE zone = ?", [.integer(seq), ZoneStore.encode(next), .text(zoneKey)])
         try orders.zoneChanged(zone, old: current, new: next, zoneKey: zoneKey)
         try noteReferences(zone, next)

@@ -10,7 +10,4 @@ int lanchat_release_free_memory(void);
 /// under jemalloc, which keeps its own). Elsewhere it does nothing and returns 0.
 int lanchat_limit_malloc_arenas(int arenas);
 
-/// Whether the process allocates through jemalloc (it links it: the `lanchat` executable).
-int lanchat_malloc_is_jemalloc(void);
-
 #endif
