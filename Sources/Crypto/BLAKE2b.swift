@@ -45,11 +45,14 @@ public struct Digest32: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     public static func == (a: Digest32, b: Digest32) -> Bool { a.words == b.words }
 
-    /// The first word only. That agrees with `==`, and is as safe against crafted collisions:
-    /// the bytes are BLAKE2b output, so digests that share a first word cost some 2^64 tries
-    /// each to find, and the hasher's per-process seed still decides where a word lands.
+    /// All four words: a digest a peer names (in a reconciliation message, a want) is any 32
+    /// bytes it likes, not necessarily a hash of anything, so hashing fewer would let it send
+    /// ids that all land in one bucket of the sets a round keeps.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
     }
 }
 
