@@ -50,7 +50,7 @@ snapshot() {  # what a user of node $1 sees of Alice
     "$LANCHAT" get --data "$work/$1" "/users/$alice"
     "$LANCHAT" files --data "$work/$1" images/ | awk '{print $1, $2, $3}'
     "$LANCHAT" get-file --data "$work/$1" "images/${alice}_${photo}.png" "$work/$1.photo" 2>/dev/null && sha256sum < "$work/$1.photo"
-    "$LANCHAT" get-picture --data "$work/$1" "$alice" "$work/$1.avatar" 2>/dev/null && sha256sum < "$work/$1.avatar"
+    "$LANCHAT" get-picture --data "$work/$1" -- "$alice" "$work/$1.avatar" 2>/dev/null && sha256sum < "$work/$1.avatar"
 }
 before_alice=$(snapshot alice); before_bob=$(snapshot bob)
 check "alice's message as sent" 1 "$("$LANCHAT" messages --data "$work/bob" general | grep -c "hello from alice")"

@@ -37,8 +37,8 @@ secret="the eagle lands at midnight"
 cid=$("$LANCHAT" group create --data "$work/alice" "Operation Owl" --member "$bob")
 check "group id" 1 "$([[ "$cid" == g_* ]] && echo 1)"
 "$LANCHAT" send --data "$work/alice" "$cid" "$secret" >/dev/null
-dm=$("$LANCHAT" dm --data "$work/alice" "$bob")
-check "the direct conversation has one id from both sides" "$dm" "$("$LANCHAT" dm --data "$work/bob" "$alice")"
+dm=$("$LANCHAT" dm --data "$work/alice" -- "$bob")
+check "the direct conversation has one id from both sides" "$dm" "$("$LANCHAT" dm --data "$work/bob" -- "$alice")"
 "$LANCHAT" send --data "$work/alice" "$dm" "just between us" >/dev/null
 
 reads() { "$LANCHAT" messages --data "$work/bob" "$1" | grep -q -- "$2"; }
@@ -126,7 +126,7 @@ check "PyNaCl reads the message with bob's key" 0 $?
 check "PyNaCl reads nothing with carol's key" 0 $?
 
 # Bob is removed: he still receives the records, but reads nothing sent after.
-"$LANCHAT" group remove --data "$work/alice" "$cid" "$bob"
+"$LANCHAT" group remove --data "$work/alice" -- "$cid" "$bob"
 after="sent after the removal"
 "$LANCHAT" send --data "$work/alice" "$cid" "$after" >/dev/null
 until_true 30 synced bob; check "bob receives the new records" 0 $?
@@ -142,7 +142,7 @@ check "alice sees one member left" 1 "$("$LANCHAT" group members --data "$work/a
 cat "$work/interop-member.out" "$work/interop-outsider.out"
 # Alice adds Bob again; he reads what is sent from then on. Then he leaves: Alice's node makes a
 # new key without him at once, and what she sends next he cannot read.
-"$LANCHAT" group add --data "$work/alice" "$cid" "$bob"
+"$LANCHAT" group add --data "$work/alice" -- "$cid" "$bob"
 "$LANCHAT" send --data "$work/alice" "$cid" "welcome back" >/dev/null
 until_true 30 reads "$cid" "welcome back"; check "bob, added again, reads the new message" 0 $?
 check "bob, added again, still cannot read what was sent while he was out" 0 "$("$LANCHAT" messages --data "$work/bob" "$cid" | grep -c "$after")"

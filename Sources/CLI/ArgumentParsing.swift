@@ -85,7 +85,10 @@ struct ParsedArguments {
 
 extension CommandSpec {
     /// Parses `arguments` (everything after the subcommand name). Options may appear anywhere,
-    /// as `--name value` or `--name=value`; `--` ends options; a token like `-5` is a value.
+    /// as `--name value` or `--name=value`; `--` ends options. No command has one-letter
+    /// options besides `-h`, so any other token with a single leading `-` is a value: user ids
+    /// are base64url and one in 64 begins with `-`, and `-5` is a number. A value that begins
+    /// with `--` goes after `--`.
     func parse(_ tokens: [String]) throws(UsageError) -> ParsedArguments {
         var parsed = ParsedArguments()
         var index = 0
@@ -93,13 +96,12 @@ extension CommandSpec {
         while index < tokens.count {
             let token = tokens[index]
             index += 1
-            if optionsEnded || !token.hasPrefix("-") || token == "-" || CommandSpec.looksNumeric(token) {
+            if token == "--", !optionsEnded { optionsEnded = true; continue }
+            if !optionsEnded, token == "-h" || token == "--help" { parsed.wantsHelp = true; continue }
+            if optionsEnded || !token.hasPrefix("--") {
                 parsed.positionals.append(token)
                 continue
             }
-            if token == "--" { optionsEnded = true; continue }
-            if token == "-h" || token == "--help" { parsed.wantsHelp = true; continue }
-            guard token.hasPrefix("--") else { throw UsageError(message: "unknown option '\(token)'") }
             var name = String(token.dropFirst(2))
             var inlineValue: String?
             if let eq = name.firstIndex(of: "=") {
@@ -107,7 +109,7 @@ extension CommandSpec {
                 name = String(name[..<eq])
             }
             guard let spec = allOptions.first(where: { $0.name == name }) else {
-                throw UsageError(message: "unknown option '--\(name)'")
+                throw UsageError(message: "unknown option '--\(name)' (a value that begins with '--' goes after '--', as in `lanchat \(self.name) -- \(token)`)")
             }
             if spec.valueName == nil {
                 guard inlineValue == nil else { throw UsageError(message: "option '--\(name)' takes no value") }
@@ -137,11 +139,5 @@ extension CommandSpec {
             throw UsageError(message: "unexpected argument '\(parsed.positionals[arguments.count])'")
         }
         return parsed
-    }
-
-    static func looksNumeric(_ token: String) -> Bool {
-        guard token.count > 1, token.hasPrefix("-") else { return false }
-        let next = token[token.index(after: token.startIndex)]
-        return next.isNumber || next == "."
     }
 }

@@ -59,6 +59,32 @@ struct CLITests {
         #expect(option.status == 64 && option.err.contains("unknown option '--bogus'"))
     }
 
+    @Test("values that begin with '-' are values: user ids, numbers, text after '--'")
+    func dashValues() throws {
+        let spec = CommandSpec(name: "dm", abstract: "", arguments: [ArgumentSpec(name: "USER_ID", help: "")],
+                               options: [OptionSpec(name: "limit", valueName: "N", help: "")])
+        let id = "-aITy8L4KOMyVryRsXANgN7MhQ0DWzUqBXshax3Tw1s"
+        #expect(try spec.parse([id]).positionals == [id])
+        #expect(try spec.parse(["--data", "/d", id]).positionals == [id])
+        #expect(try spec.parse(["-5"]).positionals == ["-5"])
+        #expect(try spec.parse(["-"]).positionals == ["-"])
+        #expect(try spec.parse(["--limit", "-3", "x"]).value("limit") == "-3")
+        #expect(try spec.parse(["--", "--" + id.dropFirst()]).positionals == ["--" + id.dropFirst()])
+        #expect(try spec.parse(["--", "-h"]).positionals == ["-h"])
+        #expect(try spec.parse(["-h"]).wantsHelp)
+        do {
+            _ = try spec.parse(["--" + id.dropFirst()])
+            Issue.record("an unknown long option was taken as a value")
+        } catch {
+            #expect(error.message.contains("unknown option") && error.message.contains("goes after '--'"))
+        }
+        // Through the whole command: a user id that begins with '-' opens the conversation.
+        let cli = CLIHarness()
+        cli.run("init", "--name", "Alice Smith")
+        let dm = cli.run("dm", id)
+        #expect(dm.status == 0 && dm.line.hasPrefix("d_"), "\(dm.err)")
+    }
+
     @Test("bad input gets one clear error and changes nothing")
     func badInput() {
         let cli = CLIHarness()
