@@ -108,19 +108,20 @@ public final class Statement {
     /// copying it into an array of its own, as `SQLValue.blob` would need. Copied by SQLite.
     public func bind(blob bytes: ArraySlice<UInt8>, at index: Int32) throws(SQLiteError) {
         guard !bytes.isEmpty else { return try bind(.blob([]), at: index) }
-        mayHaveBindings = true
-        let rc = bytes.withUnsafeBytes { raw in
-            sqlite3_bind_blob64(handle, index, raw.baseAddress, UInt64(raw.count), transientDestructor)
-        }
-        try SQLiteError.check(rc, db, sql: sql)
+        try SQLiteError.check(bytes.withUnsafeBytes { bindCopy(of: $0, at: index) }, db, sql: sql)
     }
 
     /// Binds bytes in place as a blob (copied by SQLite), for values held inline rather than in
     /// an array, such as a record id, bound once per record a sync stores or serves.
     public func bind(rawBlob bytes: UnsafeRawBufferPointer, at index: Int32) throws(SQLiteError) {
         guard bytes.count > 0 else { return try bind(.blob([]), at: index) }
+        try SQLiteError.check(bindCopy(of: bytes, at: index), db, sql: sql)
+    }
+
+    /// Binds non-empty bytes as a blob that SQLite copies; SQLite's result code.
+    private func bindCopy(of bytes: UnsafeRawBufferPointer, at index: Int32) -> Int32 {
         mayHaveBindings = true
-        try SQLiteError.check(sqlite3_bind_blob64(handle, index, bytes.baseAddress, UInt64(bytes.count), transientDestructor), db, sql: sql)
+        return sqlite3_bind_blob64(handle, index, bytes.baseAddress, UInt64(bytes.count), transientDestructor)
     }
 
     /// Sets every parameter back to NULL, dropping copies of large bound blobs.

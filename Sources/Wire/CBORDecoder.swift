@@ -115,24 +115,27 @@ public struct CBORDecoder {
     private mutating func argument(_ info: UInt8, at start: Int) throws(CBORError) -> UInt64 {
         switch info {
         case 0..<24: return UInt64(info)
-        case 24:
-            let v = try bigEndian(1)
-            guard v >= 24 else { throw .nonCanonical(offset: start, reason: "argument \(v) not in shortest form") }
-            return v
-        case 25:
-            let v = try bigEndian(2)
-            guard v > 0xFF else { throw .nonCanonical(offset: start, reason: "argument \(v) not in shortest form") }
-            return v
-        case 26:
-            let v = try bigEndian(4)
-            guard v > 0xFFFF else { throw .nonCanonical(offset: start, reason: "argument \(v) not in shortest form") }
-            return v
-        case 27:
-            let v = try bigEndian(8)
-            guard v > 0xFFFF_FFFF else { throw .nonCanonical(offset: start, reason: "argument \(v) not in shortest form") }
+        case 24...27:
+            let width = 1 << Int(info - 24)
+            let v = try bigEndian(width)
+            guard CBORDecoder.isShortest(v, width: width) else {
+                throw .nonCanonical(offset: start, reason: "argument \(v) not in shortest form")
+            }
             return v
         case 31: throw .unsupported(offset: start, reason: "indefinite length")
         default: throw .unsupported(offset: start, reason: "reserved additional information \(info)")
+        }
+    }
+
+    /// Whether `value`, read from an argument of `width` bytes after the head (1, 2, 4 or 8),
+    /// could not have been written narrower: canonical CBOR holds every argument in its
+    /// shortest form, so one record has one encoding and one id.
+    static func isShortest(_ value: UInt64, width: Int) -> Bool {
+        switch width {
+        case 1: value >= 24
+        case 2: value > 0xFF
+        case 4: value > 0xFFFF
+        default: value > 0xFFFF_FFFF
         }
     }
 

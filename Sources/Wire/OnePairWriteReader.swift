@@ -61,11 +61,9 @@ struct OnePairWriteReader {
         guard offset < bytes.count else { return nil }
         switch bytes[offset] >> 5 {
         case 0:
-            guard let n = unsigned(), n <= 1 << 53 else { return nil }
-            return .number(Double(n))
+            return unsigned().flatMap(TreeValueCodec.number(unsigned:))
         case 1:
-            guard let n = argument(major: 1), n < 1 << 53 else { return nil }
-            return .number(-Double(n) - 1)
+            return argument(major: 1).flatMap(TreeValueCodec.number(negative:))
         case 3:
             return text().map(JSONValue.string)
         case 5:
@@ -101,8 +99,7 @@ struct OnePairWriteReader {
                 guard bytes[previous].lexicographicallyPrecedes(bytes[keyBytes]) else { return nil }
             }
             previousKey = keyBytes
-            guard let key = try? path.canonicalChildKey(written) else { return nil }
-            if !respelled, !CanonicalText.isASCII(written), !key.utf8.elementsEqual(written.utf8) { respelled = true }
+            guard let key = try? TreeValueCodec.memberKey(written, below: path, respelled: &respelled) else { return nil }
             let member: JSONValue?
             if offset < bytes.count, bytes[offset] >> 5 == 5 {
                 guard let child = try? path.appending(key) else { return nil }
@@ -153,21 +150,15 @@ struct OnePairWriteReader {
         offset += 1
         items += 1
         guard items <= RecordLimits.cbor.maxItems else { return nil }
-        let width: Int
-        switch info {
-        case 0..<24: return UInt64(info)
-        case 24: width = 1
-        case 25: width = 2
-        case 26: width = 4
-        case 27: width = 8
-        default: return nil
+        guard info < 24 else {
+            guard info <= 27 else { return nil }
+            let width = 1 << Int(info - 24)
+            guard width <= bytes.count - offset else { return nil }
+            var value: UInt64 = 0
+            for byte in bytes[offset..<(offset + width)] { value = value << 8 | UInt64(byte) }
+            offset += width
+            return CBORDecoder.isShortest(value, width: width) ? value : nil
         }
-        guard width <= bytes.count - offset else { return nil }
-        var value: UInt64 = 0
-        for byte in bytes[offset..<(offset + width)] { value = value << 8 | UInt64(byte) }
-        offset += width
-        // Shortest form: a wider head only for a value the narrower one cannot hold.
-        let smallest: UInt64 = width == 1 ? 24 : width == 2 ? 0x100 : width == 4 ? 0x1_0000 : 0x1_0000_0000
-        return value >= smallest ? value : nil
+        return UInt64(info)
     }
 }

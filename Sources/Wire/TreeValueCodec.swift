@@ -55,8 +55,9 @@ public enum TreeValueCodec {
                 throw .invalidValue(path: path.description, reason: "object key is not text")
             }
             let key: String
-            do { key = try path.canonicalChildKey(written) } catch { throw .invalidValue(path: path.description, reason: "\(error)") }
-            if !respelled, !CanonicalText.isASCII(written), !key.utf8.elementsEqual(written.utf8) { respelled = true }
+            do { key = try memberKey(written, below: path, respelled: &respelled) } catch {
+                throw .invalidValue(path: path.description, reason: "\(error)")
+            }
             let value: JSONValue
             if case .map = pair.value {
                 value = try decode(pair.value, at: try! path.appending(key), allowNull: false, respelled: &respelled)  // checked above
@@ -74,6 +75,22 @@ public enum TreeValueCodec {
         return .object(members)
     }
 
+    /// An object member's key as the tree holds it: valid below `path` and in NFC. `respelled`
+    /// is set when the written bytes spell it otherwise (the value then no longer encodes to
+    /// the bytes it was read from).
+    static func memberKey(_ written: String, below path: Path, respelled: inout Bool) throws(TreeError) -> String {
+        let key = try path.canonicalChildKey(written)
+        if !respelled, !CanonicalText.isASCII(written), !key.utf8.elementsEqual(written.utf8) { respelled = true }
+        return key
+    }
+
+    /// The number an unsigned CBOR integer stands for; nil beyond 2^53, where a JSON number
+    /// (a double) no longer holds every integer exactly.
+    static func number(unsigned n: UInt64) -> JSONValue? { n <= 1 << 53 ? .number(Double(n)) : nil }
+
+    /// The number a negative CBOR integer (-1 - n) stands for; nil beyond -2^53.
+    static func number(negative n: UInt64) -> JSONValue? { n < 1 << 53 ? .number(-Double(n) - 1) : nil }
+
     /// Reads anything but a map; `path` names where it was written, for errors only.
     private static func leaf(_ item: CBOR, allowNull: Bool, path: () -> String) throws(RecordError) -> JSONValue {
         switch item {
@@ -82,13 +99,11 @@ public enum TreeValueCodec {
             return .null
         case let .bool(b): return .bool(b)
         case let .unsigned(n):
-            guard Double(n) <= maxExactInteger, n <= 1 << 53 else {
-                throw .invalidValue(path: path(), reason: "integer beyond 2^53")
-            }
-            return .number(Double(n))
+            guard let number = number(unsigned: n) else { throw .invalidValue(path: path(), reason: "integer beyond 2^53") }
+            return number
         case let .negative(n):
-            guard n < 1 << 53 else { throw .invalidValue(path: path(), reason: "integer beyond -2^53") }
-            return .number(-Double(n) - 1)
+            guard let number = number(negative: n) else { throw .invalidValue(path: path(), reason: "integer beyond -2^53") }
+            return number
         case let .float(d):
             if d == d.rounded(), abs(d) <= maxExactInteger {
                 throw .invalidValue(path: path(), reason: "integral number \(d) must be a CBOR integer")
