@@ -66,7 +66,7 @@ let package = Package(
         // A disk that fails on purpose (full, I/O errors, failed syncs, torn writes, power cuts):
         // an SQLite VFS in C and the chunk pack's system calls, for tests only.
         .target(name: "CFaultDisk", dependencies: ["CSQLite"]),
-        .target(name: "DiskFaults", dependencies: ["CFaultDisk", "Store"]),
+        .target(name: "DiskFaults", dependencies: ["CFaultDisk", "Store", "SQLite"]),
         .target(name: "Bench", dependencies: ["TestSupport", "LocalAPI", "Node", "Sync", "Transport", "Store", "Private", "Wire", "Tree", "Crypto", "SQLite", "CMemory"]),
         .executableTarget(name: "LanchatBench", dependencies: ["Bench"]),
         // The real Node on a simulated clock, network and disk, driven from a seed (Tools/sim).

@@ -1,5 +1,6 @@
 internal import CFaultDisk
 import Foundation
+import SQLite
 import Store
 #if canImport(Glibc)
 import Glibc
@@ -72,6 +73,7 @@ public final class FaultDisk: Sendable {
     }
 
     private init() {
+        Connection.configureOnce()  // registering initializes SQLite
         let rc = fault_disk_register(Self.vfsName)
         precondition(rc == 0, "registering the fault VFS failed with SQLite code \(rc)")
     }

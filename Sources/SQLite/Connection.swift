@@ -36,6 +36,15 @@ public final class Connection {
     /// Default wait for a lock held by another connection before SQLITE_BUSY is reported.
     public static let defaultBusyTimeoutMilliseconds: Int32 = 5_000
 
+    /// SQLite's process-wide settings, made before its first use (`sqlite3_config` is refused
+    /// once SQLite is initialized). Memory statistics off: with them on, every allocation and
+    /// free inside SQLite takes a global mutex to count bytes, a few percent of storing a
+    /// record (Debian's SQLite is built without lookaside, so rows and cursors allocate from
+    /// the heap), and nothing here reads the counts. What initializes SQLite otherwise (the
+    /// registration of a VFS) calls this first.
+    public static func configureOnce() { _ = configured }
+    private static let configured: Void = { _ = lanchat_sqlite3_config_memstatus(0) }()
+
     /// Opens (and by default creates) the database at `path`.
     ///
     /// - `readOnly`: open with SQLITE_OPEN_READONLY; every write then fails with
@@ -50,6 +59,7 @@ public final class Connection {
     /// (`isCorrupt`, SQLITE_NOTADB) instead of at some later first query.
     /// https://sqlite.org/c3ref/open.html
     public init(path: String, readOnly: Bool = false, create: Bool = true, vfs: String? = nil) throws(SQLiteError) {
+        Connection.configureOnce()
         // NOMUTEX: single-owner use, see the type's documentation. EXRESCODE: extended
         // result codes from the very first call. https://sqlite.org/c3ref/c_open_autoproxy.html
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
