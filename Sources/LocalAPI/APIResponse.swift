@@ -8,8 +8,12 @@ enum APIResponse {
     static let jsonType = "application/json; charset=utf-8"
 
     static func json(_ value: JSONValue, status: Int = 200, extra: [(String, String)] = [], pretty: Bool = false) -> HTTPResponse {
-        let text = pretty ? value.serializedPretty() : value.serialized()
-        return HTTPResponse(status: status, headers: common + [("Content-Type", jsonType)] + extra, body: Array(text.utf8))
+        json(serialized: pretty ? value.serializedPretty() : value.serialized(), status: status, extra: extra)
+    }
+
+    /// A JSON response whose body is `text`, a value serialized already.
+    static func json(serialized text: String, status: Int = 200, extra: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: common + [("Content-Type", jsonType)] + extra, body: Array(text.utf8))
     }
 
     static func error(_ status: Int, _ message: String) -> HTTPResponse {

@@ -102,11 +102,14 @@ struct RESTHandler {
         } else {
             value = try current(path)
         }
-        let etag = firebaseETag(of: value)
+        // Serialized once: the body (unless pretty) and what the ETag hashes are the same text.
+        let json = value.serialized()
+        let etag = firebaseETag(ofJSON: json)
         if let match = request.header("if-none-match"), match == etag {
             return HTTPResponse(status: 304, headers: APIResponse.common + [("ETag", etag)])
         }
-        return APIResponse.json(value, extra: [("ETag", etag)], pretty: pretty(request))
+        if pretty(request) { return APIResponse.json(value, extra: [("ETag", etag)], pretty: true) }
+        return APIResponse.json(serialized: json, extra: [("ETag", etag)])
     }
 
     /// Checks `if-match`: the write happens only if the current value still has that ETag.

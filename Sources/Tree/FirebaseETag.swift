@@ -9,13 +9,15 @@
 /// Nothing there (null, or an empty object, which the tree treats as null) is `null_etag`, the
 /// tag clients in the wild already use for an absent value.
 public func firebaseETag(of value: JSONValue) -> String {
-    switch value {
-    case .null: return "null_etag"
-    case .object(let members) where members.isEmpty: return "null_etag"
-    default: break
-    }
+    firebaseETag(ofJSON: value.serialized())
+}
+
+/// `firebaseETag(of:)` of the value whose canonical JSON (`serialized()`) is `json`: for a reply
+/// that sends that same text as its body, so the value is serialized once, not twice.
+public func firebaseETag(ofJSON json: String) -> String {
+    if json == "{}" { return "null_etag" }  // an empty object is nothing there, as null is
     var hasher = FirebaseETagHasher()
-    hasher.update(value.serialized().utf8)
+    hasher.update(json.utf8)
     return hasher.etag
 }
 
@@ -29,14 +31,18 @@ public struct FirebaseETagHasher: Sendable {
     public init() {}
 
     public mutating func update(_ bytes: some Sequence<UInt8>) {
+        // In locals, so the loop over a large value's bytes stays in registers.
+        var hash = self.hash, count = self.count, isNull = self.isNull
         for byte in bytes {
             // Only "null" itself is nothing there; its prefixes and extensions are not.
-            isNull = count < 4 && byte == Array("null".utf8)[count] && (count == 0 || isNull)
+            if count < 4 { isNull = (count == 0 || isNull) && byte == FirebaseETagHasher.null[count] }
             count += 1
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
+        (self.hash, self.count, self.isNull) = (hash, count, isNull)
     }
+
+    private static let null = Array("null".utf8)
 
     public var etag: String {
         if count == 0 || (count == 4 && isNull) { return "null_etag" }

@@ -52,6 +52,10 @@ struct SerializationTests {
         #expect(JSONValue.string("Nguyễn Văn An").serialized() == "\"Nguyễn Văn An\"")
         #expect(JSONValue.string("박준영 😀 \u{2028}").serialized() == "\"박준영 😀 \u{2028}\"")
         #expect(JSONValue.object(["ключ\n": "значение"]).serialized() == "{\"ключ\\n\":\"значение\"}")
+        // Escapes at the start, between and at the end of runs copied whole.
+        #expect(JSONValue.string("\"ab\ncd\\\u{1}").serialized() == #""\"ab\ncd\\\u0001""#)
+        #expect(JSONValue.string("\n\n").serialized() == #""\n\n""#)
+        #expect(JSONValue.string("").serialized() == #""""#)
     }
 
     @Test func rendersScalarsAndCompactForm() {
