@@ -16,13 +16,16 @@ public struct PublicKey: Hashable, Sendable, Comparable {
     /// Checks an Ed25519 signature over `message` (libsodium rejects small-order and
     /// non-canonical encodings). Returns `false` for any invalid signature.
     public func verify(_ signature: Signature, for message: some Collection<UInt8>) -> Bool {
+        // In place where the bytes lie together (a record's signed part is a slice of it).
+        if let valid = message.withContiguousStorageIfAvailable({ verify(signature, for: $0) }) { return valid }
+        return Array(message).withUnsafeBufferPointer { verify(signature, for: $0) }
+    }
+
+    private func verify(_ signature: Signature, for message: UnsafeBufferPointer<UInt8>) -> Bool {
         Sodium.ready()
-        let message = Array(message)
         return signature.bytes.withUnsafeBufferPointer { sig in
             bytes.withUnsafeBufferPointer { pk in
-                message.withUnsafeBufferPointer { msg in
-                    crypto_sign_verify_detached(sig.baseAddress!, msg.baseAddress, UInt64(msg.count), pk.baseAddress!) == 0
-                }
+                crypto_sign_verify_detached(sig.baseAddress!, message.baseAddress, UInt64(message.count), pk.baseAddress!) == 0
             }
         }
     }

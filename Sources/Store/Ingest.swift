@@ -143,7 +143,7 @@ extension Store {
                 if !sealed { value = Store.strippingPrivate(value, at: pair.path) }
                 try store.materializer.apply(path: pair.path, value: value, order: order())
             case .user, .message:
-                let uid = authorID ?? record.author.userID
+                let uid = authorID ?? store.userID(of: record.author)
                 authorID = uid
                 let record = record
                 try store.zones.apply(pair, encodedValue: encodedValue, zone: zone, author: record.author, authorID: uid,

@@ -30,6 +30,8 @@ public final class Store {
     var rebuildingTree = false
     /// The orderings declared per zone list, read once (`ZoneOrderCache`).
     let zoneOrderCache = ZoneOrderCache()
+    /// The user ids of the authors seen lately (`userID(of:)`).
+    private var recentUserIDs: [PublicKey: String] = [:]
     public let path: String
     /// How this store reaches the disk (`DiskAccess.system` unless a test says otherwise); the
     /// chunk writer and the background checkpointer open their files the same way.
@@ -259,4 +261,23 @@ public final class Store {
         try db.run("INSERT INTO meta(key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)",
                    [.integer(Int64(bitPattern: clock.last))])
     }
+}
+
+extension Store {
+    /// The author's user id (its key in base64url), from a small cache: every record of a user
+    /// zone or a message needs it, and a year of chat has a few hundred authors, while encoding
+    /// it anew made a string per record. Emptied when it reaches `maxRecentUserIDs`, so a flood
+    /// of authors cannot grow it.
+    func userID(of author: PublicKey) -> String {
+        if let id = recentUserIDs[author] { return id }
+        if recentUserIDs.count >= Store.maxRecentUserIDs { recentUserIDs.removeAll(keepingCapacity: true) }
+        let id = author.userID
+        recentUserIDs[author] = id
+        return id
+    }
+
+    static let maxRecentUserIDs = 4096
+
+    /// How many user ids the cache holds (for tests).
+    var recentUserIDCount: Int { recentUserIDs.count }
 }
