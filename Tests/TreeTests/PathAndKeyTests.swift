@@ -27,6 +27,20 @@ struct PathAndKeyTests {
         }
     }
 
+    @Test("every ASCII byte, alone, first, last and inside a key, accepted exactly when allowed; and after non-ASCII text")
+    func everyASCIIByte() throws {
+        for byte in UInt8(0)..<128 {
+            let refused = byte < 0x20 || byte == 0x7F || Array(".#$/[]".utf8).contains(byte)
+            let c = String(Character(Unicode.Scalar(byte)))
+            for key in [c, "\(c)k", "k\(c)", "ké\(c)ü", "\(c)ascii-only-and-long-enough-to-be-heap"] {
+                #expect(Key.isValid(key) == !refused, "byte \(byte) in \(key.debugDescription)")
+            }
+        }
+        // The ASCII flag: an accepted key is its own NFC only when all ASCII.
+        #expect(try Key.canonical("abc") == "abc")
+        #expect(try Key.canonical("e\u{301}") == "\u{E9}")
+    }
+
     @Test func acceptsOrdinaryKeys() throws {
         for key in ["a", "-", "_", "0", "-1", "Nguyễn Văn An", "박준영", "😀", "a b", "~!@%^&*()", "\u{80}", "\u{2028}"] {
             try Key.validate(key)
