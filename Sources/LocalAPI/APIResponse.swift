@@ -11,8 +11,12 @@ enum APIResponse {
         json(serialized: pretty ? value.serializedPretty() : value.serialized(), status: status, extra: extra)
     }
 
-    /// A JSON response whose body is `text`, a value serialized already.
-    static func json(serialized text: String, status: Int = 200, extra: [(String, String)] = []) -> HTTPResponse {
+    /// The value of `tagged` as the body, its ETag in the headers: one serialization for both.
+    static func json(_ tagged: TaggedJSON, status: Int = 200) -> HTTPResponse {
+        json(serialized: tagged.text, status: status, extra: [("ETag", tagged.etag)])
+    }
+
+    private static func json(serialized text: String, status: Int, extra: [(String, String)]) -> HTTPResponse {
         HTTPResponse(status: status, headers: common + [("Content-Type", jsonType)] + extra, body: Array(text.utf8))
     }
 
@@ -50,4 +54,17 @@ enum APIResponse {
         ("Access-Control-Expose-Headers", "ETag"),
         ("Cache-Control", "no-cache"),
     ]
+}
+
+/// A value's compact JSON text and its ETag (`firebaseETag(ofJSON:)`), from one serialization:
+/// a reply that names a location's ETag and sends its value hashes the text it sends, rather
+/// than serializing the value once for each.
+struct TaggedJSON {
+    let text: String
+    let etag: String
+
+    init(_ value: JSONValue) {
+        text = value.serialized()
+        etag = firebaseETag(ofJSON: text)
+    }
 }

@@ -422,8 +422,7 @@ final class APIConnection {
             get.headers.removeAll { $0.name.lowercased() == "if-none-match" || $0.name.lowercased() == "x-firebase-etag" }
             if streamLargeRead(get) { return }
             do {
-                let value = try TreeAccess(node: server.node).value(at: path)
-                send(APIResponse.json(value, extra: [("ETag", firebaseETag(of: value))]), keepAlive: request.keepAlive)
+                send(APIResponse.json(TaggedJSON(try TreeAccess(node: server.node).value(at: path))), keepAlive: request.keepAlive)
             } catch {
                 send(APIResponse.failure(error), keepAlive: request.keepAlive)
             }

@@ -102,24 +102,19 @@ struct RESTHandler {
         } else {
             value = try current(path)
         }
-        // Serialized once: the body (unless pretty) and what the ETag hashes are the same text.
-        let json = value.serialized()
-        let etag = firebaseETag(ofJSON: json)
-        if let match = request.header("if-none-match"), match == etag {
-            return HTTPResponse(status: 304, headers: APIResponse.common + [("ETag", etag)])
+        let tagged = TaggedJSON(value)
+        if let match = request.header("if-none-match"), match == tagged.etag {
+            return HTTPResponse(status: 304, headers: APIResponse.common + [("ETag", tagged.etag)])
         }
-        if pretty(request) { return APIResponse.json(value, extra: [("ETag", etag)], pretty: true) }
-        return APIResponse.json(serialized: json, extra: [("ETag", etag)])
+        if pretty(request) { return APIResponse.json(value, extra: [("ETag", tagged.etag)], pretty: true) }
+        return APIResponse.json(tagged)
     }
 
     /// Checks `if-match`: the write happens only if the current value still has that ETag.
     private func precondition(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse? {
         guard let expected = request.header("if-match") else { return nil }
-        let value = try current(path)
-        let etag = firebaseETag(of: value)
-        guard expected == etag else {
-            return APIResponse.json(value, status: 412, extra: [("ETag", etag)])
-        }
+        let tagged = TaggedJSON(try current(path))
+        guard expected == tagged.etag else { return APIResponse.json(tagged, status: 412) }
         return nil
     }
 

@@ -85,9 +85,8 @@ extension RESTHandler {
     /// `if-match` as the in-memory writes check it.
     private func streamedPrecondition(_ path: Path, _ request: HTTPRequest) throws -> HTTPResponse? {
         guard let expected = request.header("if-match") else { return nil }
-        let value = try TreeAccess(node: node).value(at: path)
-        let etag = firebaseETag(of: value)
-        guard expected == etag else { return APIResponse.json(value, status: 412, extra: [("ETag", etag)]) }
+        let tagged = TaggedJSON(try TreeAccess(node: node).value(at: path))
+        guard expected == tagged.etag else { return APIResponse.json(tagged, status: 412) }
         return nil
     }
 }
