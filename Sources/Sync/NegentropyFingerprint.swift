@@ -19,6 +19,20 @@ struct NegentropyAccumulator: Sendable {
         limbs = (s0, s1, s2, s3)
     }
 
+    /// Subtracts the sum `other` (mod 2^256): the sum of a range is the sum up to its end less
+    /// the sum up to its start (`NegentropySortedItems`).
+    @inline(__always)
+    mutating func subtract(_ other: NegentropyAccumulator) {
+        let (d0, b0) = limbs.0.subtractingReportingOverflow(other.limbs.0)
+        var (d1, b1) = limbs.1.subtractingReportingOverflow(other.limbs.1)
+        if b0 { let (t, b) = d1.subtractingReportingOverflow(1); d1 = t; b1 = b1 || b }
+        var (d2, b2) = limbs.2.subtractingReportingOverflow(other.limbs.2)
+        if b1 { let (t, b) = d2.subtractingReportingOverflow(1); d2 = t; b2 = b2 || b }
+        var d3 = limbs.3 &- other.limbs.3
+        if b2 { d3 = d3 &- 1 }
+        limbs = (d0, d1, d2, d3)
+    }
+
     /// The sum as 32 little-endian bytes, as the fingerprint hashes it.
     var bytes: [UInt8] {
         [UInt8](unsafeUninitializedCapacity: 32) { buffer, initialized in

@@ -46,6 +46,43 @@ struct RecordsByKeyTests {
         #expect(read.map(\.clock) == batch.map(\.clock))
     }
 
+    @Test("records asked for in any order, held or not, dense or sparse, come back held ones only and in the order asked",
+          arguments: [1, 2, 3])
+    func walkedReads(seed: UInt64) throws {
+        let store = try Store(path: ":memory:")
+        let held = try records(600)
+        _ = try store.ingest(held, nowMillis: farFuture)
+        var rng = SplitMix64(seed: seed)
+        typealias Key = (clock: UInt64, id: Digest32)
+        var keys = [Key]()
+        var expected = [[UInt8]]()
+        // Runs of neighbours, with gaps shorter and longer than a walk steps over.
+        var position = 0
+        while position < held.count {
+            let run = Int(rng.next() % 40) + 1
+            for record in held[position..<min(held.count, position + run)] {
+                keys.append((record.clock, record.id))
+                expected.append(record.encoded)
+            }
+            position += run + Int(rng.next() % UInt64(3 * Store.recordWalkSkip))
+        }
+        // Keys not held: a held id under a wrong clock, ids never stored, clocks before the
+        // first record and after the last.
+        let stranger = try records(5, from: 10_000)
+        var missing: [Key] = stranger.map { ($0.clock, $0.id) } + [(held[3].clock + 1, held[3].id), (1, held[9].id), (.max >> 1, held[0].id), (.max, held[1].id)]
+        for _ in 0..<20 { missing.append((held[Int(rng.next() % 600)].clock, try Digest32(bytes: (0..<32).map { _ in UInt8(truncatingIfNeeded: rng.next()) }))) }
+        for key in missing { keys.insert(key, at: Int(rng.next() % UInt64(keys.count + 1))) }
+        #expect(try store.records(withKeys: keys) == expected, "in the index's order, with keys not held among them")
+        // The same keys shuffled: the held ones come back in the order asked.
+        var shuffled = Array(keys.enumerated())
+        for index in shuffled.indices.reversed() { shuffled.swapAt(index, Int(rng.next() % UInt64(index + 1))) }
+        let byID = Dictionary(uniqueKeysWithValues: held.map { ($0.id, $0.encoded) })
+        let shuffledExpected = shuffled.compactMap { _, key in byID[key.id].flatMap { bytes in held.contains { $0.id == key.id && $0.clock == key.clock } ? bytes : nil } }
+        #expect(try store.records(withKeys: shuffled.map(\.element)) == shuffledExpected)
+        #expect(try store.records(withKeys: []) == [])
+        #expect(try store.records(withKeys: missing).isEmpty)
+    }
+
     @Test("lookups by (clock, id) and of key records by id probe an index; none scans the table")
     func plans() throws {
         let store = try Store(path: ":memory:")
