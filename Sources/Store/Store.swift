@@ -73,9 +73,13 @@ public final class Store {
     public internal(set) var conversationRefolds = 0
 
     static let monotonicStart = ContinuousClock.now
+    /// Milliseconds since the first call. The start is read before the time now: a static is
+    /// set on first use, so `now - monotonicStart` read `now` first and, on a first call slow
+    /// enough to set the start a millisecond later, converted a negative count and trapped.
     @Sendable static func monotonicMillis() -> UInt64 {
-        let elapsed = (ContinuousClock.now - monotonicStart).components
-        return UInt64(elapsed.seconds) * 1_000 + UInt64(elapsed.attoseconds / 1_000_000_000_000_000)
+        let start = monotonicStart
+        let elapsed = (ContinuousClock.now - start).components
+        return UInt64(max(0, elapsed.seconds)) * 1_000 + UInt64(max(0, elapsed.attoseconds / 1_000_000_000_000_000))
     }
 
     /// The first key record (in write order) seen of each author and epoch number of the
