@@ -30,6 +30,16 @@ public enum Key: Sendable {
         return scan.ascii
     }
 
+    /// Whether `bytes` spell a key that needs nothing more: not empty, all ASCII (so its own NFC)
+    /// and free of the refused characters. Decoders check a key's bytes in place with it before
+    /// making a string of them; any other key takes the full way (`canonical`), which says why.
+    @inline(__always)
+    public static func isPlainASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        let scan = scanned(bytes)
+        return scan.refused == nil && scan.ascii
+    }
+
     /// The first byte a key may not hold (a control character, DEL or one of `. # $ / [ ]`), and
     /// whether the bytes before it are all ASCII. Each byte is looked up in a 128-bit set of the
     /// refused ones rather than compared with each: every key of every record a node takes in

@@ -65,19 +65,33 @@ public struct Path: Sendable, CustomStringConvertible {
             return
         }
         var text = storageKey
+        // Whether every segment is a plain ASCII key (`Key.isPlainASCII`), checked in the same
+        // pass: then none needs checking again or NFC, and the byte length is the text's.
+        var plain = true
         let segments = text.withUTF8 { utf8 -> [String]? in
             guard utf8.first == UInt8(ascii: "/") else { return nil }
             var segments: [String] = []
+            // One allocation, not one each time the array doubles (a message's path has four).
+            var slashes = 0
+            for byte in utf8 where byte == UInt8(ascii: "/") { slashes += 1 }
+            segments.reserveCapacity(slashes)
             var start = 1
             for end in 1...utf8.count where end == utf8.count || utf8[end] == UInt8(ascii: "/") {
                 guard end > start else { return nil }  // an empty segment (or a trailing "/")
-                segments.append(String(decoding: UnsafeBufferPointer(rebasing: utf8[start..<end]), as: UTF8.self))
+                let segment = UnsafeBufferPointer(rebasing: utf8[start..<end])
+                if plain { plain = Key.isPlainASCII(segment) }
+                segments.append(String(decoding: segment, as: UTF8.self))
                 start = end + 1
             }
             return segments
         }
         guard let segments else { throw .invalidStorageKey(storageKey) }
-        try self.init(segments: segments)
+        guard plain else {
+            try self.init(segments: segments)
+            return
+        }
+        try Path.checkLimits(depth: segments.count, byteLength: storageKey.utf8.count - 1)
+        self.init(unchecked: segments)
     }
 
     /// Whether this is the root.
@@ -100,6 +114,13 @@ public struct Path: Sendable, CustomStringConvertible {
     /// The child at `key` (taken in NFC and validated; limits enforced).
     public func appending(_ key: String) throws(TreeError) -> Path {
         Path(unchecked: segments + [try canonicalChildKey(key)])
+    }
+
+    /// Whether a child whose key is `keyBytes` long stays within the limits, for decoders that
+    /// checked the key's bytes already (`Key.isPlainASCII`); `byteLength` is this path's, worked
+    /// out once for all of its children.
+    public func admitsChild(keyBytes: Int, byteLength: Int) -> Bool {
+        segments.count < Path.maxDepth && (segments.isEmpty ? keyBytes : byteLength + 1 + keyBytes) <= Path.maxByteLength
     }
 
     /// Checks `key` as `appending(key)` would and returns its NFC spelling, without building

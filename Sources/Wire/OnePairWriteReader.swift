@@ -90,16 +90,26 @@ struct OnePairWriteReader {
         // half a megabyte of members and then end.
         var members = [String: JSONValue](minimumCapacity: min(count, 16))
         var previousKey: Range<Int>?
+        let pathLength = path.byteLength
         for _ in 0..<count {
             let keyStart = offset
-            guard let written = text() else { return nil }
+            guard let length = argument(major: 3), let raw = take(length) else { return nil }
             let keyBytes = keyStart..<offset
             if let previous = previousKey {
                 // Strictly increasing encoded keys: in order and no two the same.
                 guard bytes[previous].lexicographicallyPrecedes(bytes[keyBytes]) else { return nil }
             }
             previousKey = keyBytes
-            guard let key = try? TreeValueCodec.memberKey(written, below: path, respelled: &respelled) else { return nil }
+            let key: String
+            if Key.isPlainASCII(raw) {
+                // Nearly every key: checked in place, its own NFC, so made a string only once.
+                guard path.admitsChild(keyBytes: raw.count, byteLength: pathLength) else { return nil }
+                key = String(decoding: raw, as: UTF8.self)
+            } else {
+                guard let written = CBORDecoder.text(raw),
+                      let canonical = try? TreeValueCodec.memberKey(written, below: path, respelled: &respelled) else { return nil }
+                key = canonical
+            }
             let member: JSONValue?
             if offset < bytes.count, bytes[offset] >> 5 == 5 {
                 guard let child = try? path.appending(key) else { return nil }

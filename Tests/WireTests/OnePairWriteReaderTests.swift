@@ -100,6 +100,12 @@ struct OnePairWriteReaderTests {
         cases.append(Self.write("/k", .map([CBORPair(.text("\u{E9}"), .unsigned(1)), CBORPair(.text("e\u{301}"), .unsigned(2))])))
         cases.append(Self.write("/k", .map([CBORPair(.text("a.b"), .unsigned(1))])))
         cases.append(Self.write("/k", .map([CBORPair(.text("\u{1}"), .unsigned(1))])))
+        cases.append(Self.write("/k", .map([CBORPair(.text("a["), .unsigned(1))])))
+        cases.append(Self.write("/k", .map([CBORPair(.text("\u{7F}"), .unsigned(1))])))
+        cases.append(Self.write("/k", .map([CBORPair(.text(""), .unsigned(1))])))
+        // A member key one byte past the path limit: "k/" and 767 bytes make 769.
+        cases.append(Self.write("/k", .map([CBORPair(.text(String(repeating: "y", count: 767)), .unsigned(1))])))
+        cases.append(Self.write("/k/\u{E9}", .map([CBORPair(.text(String(repeating: "y", count: 765)), .unsigned(1))])))
         cases.append(Self.write("k", .unsigned(1)))
         cases.append(Self.write("/a//b", .unsigned(1)))
         cases.append(Self.write("/" + String(repeating: "x", count: 800), .unsigned(1)))
@@ -117,6 +123,8 @@ struct OnePairWriteReaderTests {
             #expect((try? RecordCodec.decodeItems(bytes, id: nil)) == nil, "the general decoder takes \(bytes)")
             #expect(OnePairWriteReader.record(bytes, id: nil) == nil, "read directly: \(bytes)")
         }
+        // A member key that brings its path to the limit exactly (768 bytes) is read directly.
+        #expect(Self.check(Self.write("/k", .map([CBORPair(.text(String(repeating: "y", count: 766)), .unsigned(1))]))))
         // A value as deep as a path may reach is read directly.
         var within = CBOR.unsigned(1)
         for _ in 0..<31 { within = .map([CBORPair(.text("d"), within)]) }
