@@ -120,7 +120,12 @@ public struct Path: Sendable, CustomStringConvertible {
     /// checked the key's bytes already (`Key.isPlainASCII`); `byteLength` is this path's, worked
     /// out once for all of its children.
     public func admitsChild(keyBytes: Int, byteLength: Int) -> Bool {
-        segments.count < Path.maxDepth && (segments.isEmpty ? keyBytes : byteLength + 1 + keyBytes) <= Path.maxByteLength
+        (try? Path.checkLimits(depth: segments.count + 1, byteLength: childByteLength(keyBytes: keyBytes, byteLength: byteLength))) != nil
+    }
+
+    /// The byte length of a child of this path (whose own is `byteLength`) with a key of `keyBytes`.
+    private func childByteLength(keyBytes: Int, byteLength: Int) -> Int {
+        segments.isEmpty ? keyBytes : byteLength + 1 + keyBytes
     }
 
     /// Checks `key` as `appending(key)` would and returns its NFC spelling, without building
@@ -128,8 +133,7 @@ public struct Path: Sendable, CustomStringConvertible {
     /// itself only to report an error.
     public func canonicalChildKey(_ key: String) throws(TreeError) -> String {
         let key = try Key.canonical(key)
-        let length = segments.isEmpty ? key.utf8.count : byteLength + 1 + key.utf8.count
-        try Path.checkLimits(depth: segments.count + 1, byteLength: length)
+        try Path.checkLimits(depth: segments.count + 1, byteLength: childByteLength(keyBytes: key.utf8.count, byteLength: byteLength))
         return key
     }
 

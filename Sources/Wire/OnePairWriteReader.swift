@@ -93,7 +93,7 @@ struct OnePairWriteReader {
         let pathLength = path.byteLength
         for _ in 0..<count {
             let keyStart = offset
-            guard let length = argument(major: 3), let raw = take(length) else { return nil }
+            guard let raw = textBytes() else { return nil }
             let keyBytes = keyStart..<offset
             if let previous = previousKey {
                 // Strictly increasing encoded keys: in order and no two the same.
@@ -141,8 +141,13 @@ struct OnePairWriteReader {
     }
 
     private mutating func text() -> String? {
-        guard let length = argument(major: 3), let raw = take(length) else { return nil }
-        return CBORDecoder.text(raw)
+        textBytes().flatMap(CBORDecoder.text)
+    }
+
+    /// A text item's bytes in place, not yet checked as UTF-8.
+    private mutating func textBytes() -> UnsafeBufferPointer<UInt8>? {
+        guard let length = argument(major: 3) else { return nil }
+        return take(length)
     }
 
     private mutating func take(_ length: UInt64) -> UnsafeBufferPointer<UInt8>? {
