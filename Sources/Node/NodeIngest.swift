@@ -248,8 +248,7 @@ extension Node {
         guard case let .write(pairs) = record.body else { return true }
         return pairs.contains { pair in
             if pair.path.key == "photoURL" || pair.path.key == "picture" { return true }
-            if case let .object(fields) = pair.value { return fields["photoURL"] != nil || fields["picture"] != nil }
-            return false
+            return pair.member("photoURL") != nil || pair.member("picture") != nil
         }
     }
 

@@ -97,7 +97,7 @@ struct ZoneOrders {
 
     /// Whether any list has an ordering declared, from the cache when it knows.
     /// Without a cache the list's own lookup answers, rather than a second query each time.
-    private func anyDeclared() throws -> Bool {
+    func anyDeclared() throws -> Bool {
         guard let cache else { return true }
         if let known = cache.anyDeclared { return known }
         let any = try db.scalarInt("SELECT EXISTS (SELECT 1 FROM zone_orders)") == 1

@@ -36,36 +36,38 @@ struct ZoneStore {
         // A pair that breaks the senderId rule counts for nothing, not even as a claim, and no
         // fold ever reads it (a fold takes the owner's pairs that keep the rule), so it is not
         // noted either.
-        guard ZoneStore.obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID) else { return }
+        guard ZoneStore.obeysRules(zone, pair: pair, authorID: authorID) else { return }
         // A zone's root is a prefix of its pairs' paths (`Zone.of`), so a pair at the root (nearly
         // every message) is the root: no second path is built for it, nor a relative one.
         let atRoot = Zone.isRoot(pair.path.segments)
         let root = atRoot ? pair.path : zone.root
         let zoneKey = StoreKey.of(root)
         let relative = atRoot ? Path.root : pair.path.relative(to: root) ?? .root
-        // The value the pair alone gives the zone: what a new zone holds.
-        let alone = atRoot ? pair.value : JSONValue.null.setting(relative, to: pair.value)
+        // The value the pair alone gives the zone: what a new zone holds. Built only when
+        // needed: a message's value is held as its bytes (`WritePair`), and a new message needs
+        // only a member or two of it.
+        func alone() -> JSONValue { atRoot ? pair.value : JSONValue.null.setting(relative, to: pair.value) }
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
         // zone's root is the zone's whole value, which its record holds already: the row says so
         // (`inRecord`) instead of holding the value a second time. Not for a pair opened from a
         // sealed write (`inPlainRecord` false): its record holds only ciphertext.
         let firstValue: FirstValue
-        if pair.value == .null {
+        if pair.isNull {
             firstValue = .none
         } else if atRoot && inPlainRecord {
             firstValue = .inRecord
         } else if atRoot {
             firstValue = .bytes(encodedValue())  // the zone's whole value: its encoding as given
-        } else if case let .blob(bytes) = ZoneStore.encode(alone) {
+        } else if case let .blob(bytes) = ZoneStore.encode(alone()) {
             firstValue = .bytes(bytes[...])
         } else {
             firstValue = .none
         }
         if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
             try orders.zoneCreated(root: root)
-            try orders.zoneChanged(zone, old: .null, new: alone, zoneKey: zoneKey)
-            try noteReferences(zone, alone)
+            if try orders.anyDeclared() { try orders.zoneChanged(zone, old: .null, new: alone(), zoneKey: zoneKey) }
+            if atRoot { try noteReferences(zone, member: pair.member) } else { try noteReferences(zone, alone()) }
             return
         }
         // Every record but the zone's first (`first_seq`) is noted, for the folds to come.
@@ -254,6 +256,16 @@ struct ZoneStore {
         return pair.value
     }
 
+    /// `obeysRules` for a pair, reading only the member the rule needs of a value held as bytes
+    /// (always an object at a message's root, `WritePair`).
+    static func obeysRules(_ zone: Zone, pair: WritePair, authorID: String?) -> Bool {
+        guard case .message = zone, pair.heldEncoding != nil, pair.path.segments.count == 4 else {
+            return obeysRules(zone, path: pair.path, value: pair.value, authorID: authorID)
+        }
+        guard let authorID else { return false }
+        return pair.member("senderId") == .string(authorID)
+    }
+
     /// The senderId rule of messages (the owner check is the caller's), for an author's user id;
     /// nil (an author that is not a valid key) obeys no message rule.
     static func obeysRules(_ zone: Zone, path: Path, value: JSONValue, authorID: String?) -> Bool {
@@ -266,10 +278,16 @@ struct ZoneStore {
     /// `picture`), whose files are then fetched eagerly.
     func noteReferences(_ zone: Zone, _ value: JSONValue) throws {
         guard case let .object(fields) = value else { return }
+        try noteReferences(zone) { fields[$0] }
+    }
+
+    /// `noteReferences` of a value given by its members (`member` gives nil for a member it
+    /// does not have, or for a value that is no object).
+    func noteReferences(_ zone: Zone, member: (String) -> JSONValue?) throws {
         var url: String?
         switch zone {
-        case .message: if case let .string(photo)? = fields["photoURL"] { url = photo }
-        case .user: if case let .string(picture)? = fields["picture"] { url = picture }
+        case .message: if case let .string(photo)? = member("photoURL") { url = photo }
+        case .user: if case let .string(picture)? = member("picture") { url = picture }
         case .open: break
         }
         guard let url else { return }
@@ -281,8 +299,8 @@ struct ZoneStore {
         // A photo of a private conversation: its key, taken only from a message by the user the
         // path belongs to (the senderId rule makes senderId the author), so no other member can
         // name a key for someone else's photo.
-        if case .message = zone, case let .string(text)? = fields["photoKey"], let key = SealedFile.decodeKey(text),
-           case let .string(sender)? = fields["senderId"], StorageRules.owner(of: path) == sender {
+        if case .message = zone, case let .string(text)? = member("photoKey"), let key = SealedFile.decodeKey(text),
+           case let .string(sender)? = member("senderId"), StorageRules.owner(of: path) == sender {
             try db.run("INSERT OR IGNORE INTO sealed_file_keys(path, key) VALUES (?, ?)", [.text(FileEntry.canonicalPath(path)), .blob(key)])
         }
     }

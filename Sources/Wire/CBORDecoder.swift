@@ -148,9 +148,18 @@ public struct CBORDecoder {
     }
 
     static func text(_ buffer: UnsafeBufferPointer<UInt8>) -> String? {
+        isASCII(buffer) ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
+    }
+
+    /// Whether `text` would accept the bytes, making a string only when they are not ASCII.
+    static func isText(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        isASCII(buffer) || String(validating: buffer, as: UTF8.self) != nil
+    }
+
+    private static func isASCII(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
         var high: UInt8 = 0
         for byte in buffer { high |= byte }
-        return high < 0x80 ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
+        return high < 0x80
     }
 
     private mutating func item(depth: Int) throws(CBORError) -> CBOR {

@@ -17,6 +17,9 @@ struct OnePairWriteReader {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var offset = 0
     private var items = 0
+    /// Whether values are built, or only checked (`checksOnly`): then every value read gives
+    /// `.null` in place of itself, and a key that would need respelling gives up (nil).
+    private var building = true
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -24,19 +27,32 @@ struct OnePairWriteReader {
 
     /// The record `encoded` holds, if it is a write of one pair that this reader reads; nil
     /// otherwise (not a refusal). `id` is BLAKE2b-256 of `encoded` if the caller has it.
-    static func record(_ encoded: [UInt8], id: Digest32?) -> Record? {
-        let read = encoded.withUnsafeBufferPointer { buffer -> (PublicKey, UInt64, WritePair, Signature, Bool)? in
+    /// `holdingMessages`: a message's value (an object at its zone's root) is checked and left
+    /// in its bytes (`WritePair`), for a record about to be stored.
+    static func record(_ encoded: [UInt8], id: Digest32?, holdingMessages: Bool = false) -> Record? {
+        let read = encoded.withUnsafeBufferPointer { buffer -> (PublicKey, UInt64, Path, Value, Signature, Bool)? in
             var reader = OnePairWriteReader(buffer)
-            return reader.fields()
+            return reader.fields(holdingMessages: holdingMessages)
         }
-        guard let (author, clock, pair, signature, respelled) = read else { return nil }
+        guard let (author, clock, path, value, signature, respelled) = read else { return nil }
         assert(id == nil || id == BLAKE2b.digest256(encoded), "the id given is not the hash of the bytes")
+        let pair: WritePair
+        switch value {
+        case let .built(value): pair = WritePair(path: path, value: value)
+        case let .checked(range): pair = WritePair(path: path, checkedObject: encoded[range])
+        }
         return Record(author: author, clock: clock, body: .write([pair]), signature: signature,
                       encoded: encoded, id: id ?? BLAKE2b.digest256(encoded), valuesRespelled: respelled)
     }
 
+    /// A pair's value as read: built, or only checked and left in its bytes.
+    private enum Value {
+        case built(JSONValue)
+        case checked(Range<Int>)
+    }
+
     /// `[version, 1, author, clock, [[path, value]], signature]`, spanning every byte.
-    private mutating func fields() -> (PublicKey, UInt64, WritePair, Signature, Bool)? {
+    private mutating func fields(holdingMessages: Bool) -> (PublicKey, UInt64, Path, Value, Signature, Bool)? {
         guard container(major: 4, depth: 0) == 6,
               unsigned() == Record.version, unsigned() == RecordKind.write.rawValue,
               let authorBytes = byteString(), authorBytes.count == PublicKey.byteCount,
@@ -45,11 +61,84 @@ struct OnePairWriteReader {
               container(major: 4, depth: 1) == 1, container(major: 4, depth: 2) == 2,
               let pathText = text(), let path = try? Path(storageKey: pathText) else { return nil }
         var respelled = false
-        guard let value = value(at: path, depth: 3, allowNull: true, respelled: &respelled),
-              let signatureBytes = byteString(), signatureBytes.count == Signature.byteCount,
+        let value: Value
+        let start = offset, itemsBefore = items
+        if holdingMessages, path.segments.count == 4, Zone.isRoot(path.segments), checksOnly({ $0.object(at: path, depth: 3, respelled: &respelled) }) {
+            // A message: left in its bytes (`WritePair`).
+            value = .checked(start..<offset)
+        } else {
+            offset = start
+            items = itemsBefore
+            guard let built = self.value(at: path, depth: 3, allowNull: true, respelled: &respelled) else { return nil }
+            value = .built(built)
+        }
+        guard let signatureBytes = byteString(), signatureBytes.count == Signature.byteCount,
               let signature = try? Signature(bytes: signatureBytes),
               offset == bytes.count else { return nil }
-        return (author, clock, WritePair(path: path, value: value), signature, respelled)
+        return (author, clock, path, value, signature, respelled)
+    }
+
+    /// Runs `read` checking values without building them; whether it accepted. Where it does
+    /// not, the caller reads the same bytes again building them, which accepts or refuses.
+    private mutating func checksOnly(_ read: (inout OnePairWriteReader) -> JSONValue?) -> Bool {
+        building = false
+        defer { building = true }
+        return read(&self) != nil
+    }
+
+    // MARK: Values held as bytes (`WritePair`)
+
+    /// The value in `bytes`, which this reader checked as the value at `path` already.
+    static func checkedValue(_ bytes: ArraySlice<UInt8>, at path: Path) -> JSONValue {
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = OnePairWriteReader(buffer)
+            var respelled = false
+            guard let value = reader.value(at: path, depth: 3, allowNull: true, respelled: &respelled) else {
+                preconditionFailure("a value checked when its record was read no longer reads")
+            }
+            return value
+        }
+    }
+
+    /// The member `key` of the object in `bytes` (checked already as the value at `path`),
+    /// building that member alone.
+    static func checkedMember(_ key: String, of bytes: ArraySlice<UInt8>, at path: Path) -> JSONValue? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = OnePairWriteReader(buffer)
+            guard let count = reader.container(major: 5, depth: 3) else { return nil }
+            var wanted = key
+            return wanted.withUTF8 { wanted -> JSONValue? in
+                for _ in 0..<count {
+                    guard let raw = reader.textBytes() else { return nil }
+                    if raw.count == wanted.count, (0..<raw.count).allSatisfy({ raw[$0] == wanted[$0] }) {
+                        var respelled = false
+                        if reader.offset < buffer.count, buffer[reader.offset] >> 5 == 5 {
+                            guard let child = try? path.appending(key) else { return nil }
+                            return reader.object(at: child, depth: 4, respelled: &respelled)
+                        }
+                        return reader.value(at: path, depth: 4, allowNull: false, respelled: &respelled)
+                    }
+                    reader.skipItem()
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Moves past one whole item of bytes checked already (no floats: this reader takes none).
+    private mutating func skipItem() {
+        var pending = 1
+        while pending > 0 {
+            pending -= 1
+            let major = bytes[offset] >> 5
+            guard let argument = argument(major: major) else { preconditionFailure("checked bytes no longer read") }
+            switch major {
+            case 2, 3: offset += Int(argument)
+            case 4: pending += Int(argument)
+            case 5: pending += 2 * Int(argument)
+            default: break
+            }
+        }
     }
 
     // MARK: Values (`TreeValueCodec.decode`)
@@ -65,6 +154,7 @@ struct OnePairWriteReader {
         case 1:
             return argument(major: 1).flatMap(TreeValueCodec.number(negative:))
         case 3:
+            guard building else { return textBytes().flatMap { CBORDecoder.isText($0) ? .null : nil } }
             return text().map(JSONValue.string)
         case 5:
             return object(at: path, depth: depth, respelled: &respelled)
@@ -88,7 +178,7 @@ struct OnePairWriteReader {
         guard let count = container(major: 5, depth: depth), count > 0 else { return nil }
         // Room for what a message holds, not for what the head claims: a hostile head may claim
         // half a megabyte of members and then end.
-        var members = [String: JSONValue](minimumCapacity: min(count, 16))
+        var members = [String: JSONValue](minimumCapacity: building ? min(count, 16) : 0)
         var previousKey: Range<Int>?
         let pathLength = path.byteLength
         for _ in 0..<count {
@@ -104,8 +194,16 @@ struct OnePairWriteReader {
             if Key.isPlainASCII(raw) {
                 // Nearly every key: checked in place, its own NFC, so made a string only once.
                 guard path.admitsChild(keyBytes: raw.count, byteLength: pathLength) else { return nil }
+                // Only checking: keys in strictly increasing order are unique, and a plain key
+                // is its own NFC, so no two spell one key.
+                if !building, offset < bytes.count, bytes[offset] >> 5 != 5 {
+                    guard value(at: path, depth: depth + 1, allowNull: false, respelled: &respelled) != nil else { return nil }
+                    continue
+                }
                 key = String(decoding: raw, as: UTF8.self)
             } else {
+                // A key that may need respelling is left to building.
+                guard building else { return nil }
                 guard let written = CBORDecoder.text(raw),
                       let canonical = try? TreeValueCodec.memberKey(written, below: path, respelled: &respelled) else { return nil }
                 key = canonical
@@ -117,9 +215,11 @@ struct OnePairWriteReader {
             } else {
                 member = value(at: path, depth: depth + 1, allowNull: false, respelled: &respelled)
             }
-            guard let member, members.updateValue(member, forKey: key) == nil else { return nil }
+            guard let member else { return nil }
+            guard building else { continue }
+            guard members.updateValue(member, forKey: key) == nil else { return nil }
         }
-        return .object(members)
+        return building ? .object(members) : .null
     }
 
     // MARK: Items (`CBORDecoder`)

@@ -30,13 +30,72 @@ public enum RecordKind: UInt64, Sendable {
 }
 
 /// One path/value pair of a write. A null value deletes.
+///
+/// A message's value, an object at its zone's root, is held as the canonical bytes it arrived
+/// in (checked as the decoder would, `OnePairWriteReader`) and built only when asked for. Why:
+/// storing a message reads three or four of its members (the sender, a photo), and a cold sync
+/// spent more on building each message's object, and freeing it after, than on storing it.
 public struct WritePair: Hashable, Sendable {
     public let path: Path
-    public let value: JSONValue
+    private let held: Held
+
+    private enum Held: Sendable {
+        case value(JSONValue)
+        /// A non-empty object's canonical encoding, every key plain (`Key.isPlainASCII`).
+        case object(ArraySlice<UInt8>)
+    }
 
     public init(path: Path, value: JSONValue) {
         self.path = path
-        self.value = value
+        self.held = .value(value)
+    }
+
+    /// `bytes` hold an object that `OnePairWriteReader` checked as a value at `path`, with no
+    /// key it would respell.
+    init(path: Path, checkedObject bytes: ArraySlice<UInt8>) {
+        self.path = path
+        self.held = .object(bytes)
+    }
+
+    /// The value, built from its bytes each time when held as bytes: callers that read it
+    /// more than once keep it.
+    public var value: JSONValue {
+        switch held {
+        case let .value(value): return value
+        case let .object(bytes): return OnePairWriteReader.checkedValue(bytes, at: path)
+        }
+    }
+
+    /// The canonical encoding of the value when it is held as bytes (`TreeValueCodec.encode`
+    /// would give the same), nil otherwise.
+    public var heldEncoding: ArraySlice<UInt8>? {
+        if case let .object(bytes) = held { return bytes } else { return nil }
+    }
+
+    /// Whether the value is null (a delete).
+    public var isNull: Bool {
+        if case .value(.null) = held { return true } else { return false }
+    }
+
+    /// A member of an object value (nil for a value that is no object, or has no such member),
+    /// found without building the rest of the object.
+    public func member(_ key: String) -> JSONValue? {
+        switch held {
+        case let .value(value):
+            guard case let .object(members) = value else { return nil }
+            return members[key]
+        case let .object(bytes):
+            return OnePairWriteReader.checkedMember(key, of: bytes, at: path)
+        }
+    }
+
+    public static func == (a: WritePair, b: WritePair) -> Bool {
+        a.path == b.path && a.value == b.value
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(path)
+        hasher.combine(value)
     }
 }
 
@@ -147,7 +206,9 @@ public struct Record: Hashable, Sendable {
     /// Decodes and verifies a record from untrusted bytes. `verify: false` skips only the
     /// signature check, for callers that verify in parallel batches (`verifySignature()`).
     public static func decode(_ bytes: [UInt8], verify: Bool = true) throws(RecordError) -> Record {
-        let record = try RecordCodec.decode(bytes)
+        // A record checked on its way in is stored next, which needs a member or two of a
+        // message; one read from the store without a check is read for its values.
+        let record = try RecordCodec.decode(bytes, id: nil, holdingMessages: verify)
         if verify && !record.verifySignature() { throw .badSignature }
         return record
     }
@@ -156,7 +217,7 @@ public struct Record: Hashable, Sendable {
     /// records it holds before paying for a signature check), so they are not hashed twice.
     /// `id` must be that hash: it becomes the record's id unchecked.
     public static func decode(_ bytes: [UInt8], hashedAs id: Digest32) throws(RecordError) -> Record {
-        let record = try RecordCodec.decode(bytes, id: id)
+        let record = try RecordCodec.decode(bytes, id: id, holdingMessages: true)
         if !record.verifySignature() { throw .badSignature }
         return record
     }

@@ -133,12 +133,13 @@ enum RecordCodec {
         try decode(bytes, id: nil)
     }
 
-    /// `id`, when given, is BLAKE2b-256 of `bytes` as the caller computed it.
-    static func decode(_ bytes: [UInt8], id: Digest32?) throws(RecordError) -> Record {
+    /// `id`, when given, is BLAKE2b-256 of `bytes` as the caller computed it. `holdingMessages`:
+    /// a message's value is checked and left in its bytes (`WritePair`) rather than built.
+    static func decode(_ bytes: [UInt8], id: Digest32?, holdingMessages: Bool = false) throws(RecordError) -> Record {
         guard bytes.count <= RecordLimits.maxRecordBytes else {
             throw .tooLarge(size: bytes.count, limit: RecordLimits.maxRecordBytes)
         }
-        if let record = OnePairWriteReader.record(bytes, id: id) { return record }
+        if let record = OnePairWriteReader.record(bytes, id: id, holdingMessages: holdingMessages) { return record }
         return try decodeItems(bytes, id: id)
     }
 

@@ -13,6 +13,7 @@ extension Record {
     public var pairValueEncodings: [ArraySlice<UInt8>] {
         guard case let .write(pairs) = body else { return [] }
         if valuesRespelled { return pairs.map { TreeValueCodec.encode($0.value).encoded()[...] } }
+        if pairs.count == 1, let held = pairs[0].heldEncoding { return [held] }
         var scanner = CanonicalScanner(bytes: encoded, offset: 1)  // past the 6-item array head
         for _ in 0..<4 { scanner.skipItem() }  // version, kind, author, clock
         return scanner.pairValues(count: pairs.count)

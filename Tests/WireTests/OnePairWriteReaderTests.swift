@@ -25,6 +25,7 @@ struct OnePairWriteReaderTests {
     static func check(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
         let direct = OnePairWriteReader.record(bytes, id: nil)
         let general: Record? = try? RecordCodec.decodeItems(bytes, id: nil)
+        checkHeld(bytes, direct: direct, sourceLocation: sourceLocation)
         guard let direct else { return false }
         guard let general else {
             Issue.record("read directly, but the general decoder refuses \(bytes)", sourceLocation: sourceLocation)
@@ -38,6 +39,31 @@ struct OnePairWriteReaderTests {
         #expect(RecordCodec.encodeBody(direct.body).encoded() == RecordCodec.encodeBody(general.body).encoded(),
                 sourceLocation: sourceLocation)
         return true
+    }
+
+    /// The reader holding messages in their bytes agrees with it building them: the same
+    /// records, each held value's bytes its canonical encoding, each member as built.
+    static func checkHeld(_ bytes: [UInt8], direct: Record?, sourceLocation: SourceLocation) {
+        let held = OnePairWriteReader.record(bytes, id: nil, holdingMessages: true)
+        #expect((held == nil) == (direct == nil), "one way reads it, the other not: \(bytes)", sourceLocation: sourceLocation)
+        guard let held, let direct, case let .write(heldPairs) = held.body, case let .write(pairs) = direct.body else { return }
+        #expect(held == direct && held.valuesRespelled == direct.valuesRespelled, sourceLocation: sourceLocation)
+        #expect(held.pairValueEncodings == direct.pairValueEncodings, sourceLocation: sourceLocation)
+        for (heldPair, pair) in zip(heldPairs, pairs) {
+            #expect(heldPair.isNull == (pair.value == .null), sourceLocation: sourceLocation)
+            guard let encoding = heldPair.heldEncoding else { continue }
+            // Held only at a message's root, only an object, and exactly as it would be encoded.
+            #expect(Zone.isRoot(pair.path.segments) && pair.path.segments.count == 4, sourceLocation: sourceLocation)
+            #expect(Array(encoding) == TreeValueCodec.encode(pair.value).encoded(), sourceLocation: sourceLocation)
+            guard case let .object(members) = pair.value else {
+                Issue.record("a held value that is no object", sourceLocation: sourceLocation)
+                continue
+            }
+            for (key, member) in members { #expect(heldPair.member(key) == member, sourceLocation: sourceLocation) }
+            for key in keys + ["photoURL", "zz"] where members[key] == nil {
+                #expect(heldPair.member(key) == nil, sourceLocation: sourceLocation)
+            }
+        }
     }
 
     @Test("a message, a profile field and a delete are read directly, as the general decoder reads them")
@@ -119,10 +145,29 @@ struct OnePairWriteReaderTests {
         var deep = CBOR.unsigned(1)
         for _ in 0..<38 { deep = .map([CBORPair(.text("d"), deep)]) }
         cases.append(Self.write("/k", deep))
+        // The same breaches in a message, whose value a reader about to store holds in its bytes:
+        // keys out of order or twice, text that is not UTF-8, a null member, an empty object.
+        let message = "/conversations/c1/messages/-Nabc"
+        let inMessage = Self.write(message, .map([CBORPair(.text("a"), .text("x")), CBORPair(.text("b"), .unsigned(2))]))
+        let messageMap = inMessage.firstIndex(of: 0xA2)!
+        for (offset, byte) in [(2, UInt8(ascii: "b")), (6, UInt8(ascii: "a")), (4, 0xFF)] {
+            var broken = inMessage
+            broken[messageMap + offset] = byte
+            if offset == 2 { broken[messageMap + 6] = UInt8(ascii: "a") }
+            cases.append(broken)
+        }
+        cases.append(Self.write(message, .map([CBORPair(.text("a"), .null)])))
+        cases.append(Self.write(message, .map([CBORPair(.text("a"), .map([]))])))
+        cases.append(Self.write(message, .map([])))
         for bytes in cases {
             #expect((try? RecordCodec.decodeItems(bytes, id: nil)) == nil, "the general decoder takes \(bytes)")
             #expect(OnePairWriteReader.record(bytes, id: nil) == nil, "read directly: \(bytes)")
+            #expect(OnePairWriteReader.record(bytes, id: nil, holdingMessages: true) == nil, "read directly, held: \(bytes)")
         }
+        // A message is held in its bytes when read to be stored, and built when read otherwise.
+        let held = OnePairWriteReader.record(inMessage, id: nil, holdingMessages: true)
+        #expect(held.flatMap { record in if case let .write(pairs) = record.body { pairs[0].heldEncoding } else { nil } } != nil)
+        #expect(held?.body == OnePairWriteReader.record(inMessage, id: nil)?.body)
         // A member key that brings its path to the limit exactly (768 bytes) is read directly.
         #expect(Self.check(Self.write("/k", .map([CBORPair(.text(String(repeating: "y", count: 766)), .unsigned(1))]))))
         // A value as deep as a path may reach is read directly.
@@ -148,7 +193,7 @@ struct OnePairWriteReaderTests {
         #expect(mutantsRead > 50)
     }
 
-    static let paths = ["/conversations/c1/messages/-Nabc", "/users/u1", "/users/u1/name", "/k/e\u{301}", "", "/a", "/a.b", "/x/\u{1}", "/\u{212B}"]
+    static let paths = ["/conversations/c1/messages/-Nabc", "/conversations/c1/messages/-Nabd", "/conversations/c2/messages/m", "/users/u1", "/users/u1/name", "/k/e\u{301}", "", "/a", "/a.b", "/x/\u{1}", "/\u{212B}"]
     static let keys = ["a", "b", "text", "senderId", "date", "e\u{301}", "\u{E9}", "\u{212B}", "\u{C5}", "a.b", "$x", "", "\u{7F}", "\u{E000}", "Ж", "😀"]
 
     /// A random value, mostly a valid tree value, sometimes not (floats, arrays, bytes, nulls
