@@ -11,9 +11,15 @@ import Wire
 /// Records in: verified in parallel across cores, stored in one transaction per batch, then
 /// pushed on to the other peers. Records out: local writes pushed at once.
 extension Node {
-    /// Decodes and verifies records on every core. `nil` if any record is invalid: a peer that
-    /// sends one is disconnected, since honest nodes only relay verified records. `ids` are the
-    /// encodings' BLAKE2b-256 hashes, worked out already to drop duplicates, so not again here.
+    /// Decodes and verifies a batch of records, one after another on the calling thread. `nil`
+    /// if any record is invalid: a peer that sends one is disconnected, since honest nodes only
+    /// relay verified records. `ids` are the encodings' BLAKE2b-256 hashes, worked out already
+    /// to drop duplicates, so not again here.
+    ///
+    /// The cores share the work across batches (`ingest` verifies each on the concurrent
+    /// `verifier` queue, with up to `maxBatchesInFlight` of a session at once), not within one:
+    /// splitting each batch over the cores made the thread that split it wait for the last
+    /// part, and left a core idle 2 to 3% of a cold sync (1% without).
     ///
     /// Sealed writes of an epoch whose key `keys` holds are opened there too, beside their
     /// signature check: opening is as pure, and on the node's queue it would run one record at
@@ -21,31 +27,19 @@ extension Node {
     static func verify(_ encodings: [[UInt8]], ids: [Digest32], keys: SealedWriteKeys = .none)
         -> (records: [Record], opened: [OpenedSealedWrite?]?)? {
         precondition(ids.count == encodings.count, "one id per encoding")
-        let results = UnsafeMutableBufferPointer<Record?>.allocate(capacity: encodings.count)
-        results.initialize(repeating: nil)
-        defer { results.deinitialize(); results.deallocate() }
-        let openings = UnsafeMutableBufferPointer<OpenedSealedWrite?>.allocate(capacity: keys.isEmpty ? 0 : encodings.count)
-        openings.initialize(repeating: nil)
-        defer { openings.deinitialize(); openings.deallocate() }
-        let slots = UncheckedSendable(results), opened = UncheckedSendable(openings)
-        let chunk = 64
-        DispatchQueue.concurrentPerform(iterations: (encodings.count + chunk - 1) / chunk) { part in
-            for i in (part * chunk)..<min((part + 1) * chunk, encodings.count) {
-                let record = try? Record.decode(encodings[i], hashedAs: ids[i])
-                if let record, !keys.isEmpty { opened.value[i] = keys.open(record) }
-                slots.value[i] = record
+        var records = [Record]()
+        records.reserveCapacity(encodings.count)
+        var opened: [OpenedSealedWrite?]?
+        for i in encodings.indices {
+            // One invalid record condemns the batch: the rest need no signature check.
+            guard let record = try? Record.decode(encodings[i], hashedAs: ids[i]) else { return nil }
+            if !keys.isEmpty, let opening = keys.open(record) {
+                if opened == nil { opened = [OpenedSealedWrite?](repeating: nil, count: encodings.count) }
+                opened![i] = opening
             }
+            records.append(record)
         }
-        guard !results.contains(where: { $0 == nil }) else { return nil }
-        // Moved out, each slot left nil, rather than copied and the slots destroyed after: a
-        // record holds a dozen references, each retained for the copy and released again.
-        let records = [Record](unsafeUninitializedCapacity: results.count) { buffer, initialized in
-            for i in results.indices {
-                buffer.initializeElement(at: i, to: results[i].take()!)
-            }
-            initialized = results.count
-        }
-        return (records, openings.contains { $0 != nil } ? Array(openings) : nil)
+        return (records, opened)
     }
 
     /// Verifies records off the node's queue, so the next batch is verified while this one is
