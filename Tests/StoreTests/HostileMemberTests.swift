@@ -28,11 +28,15 @@ struct HostileMemberTests {
         let expected = try reference.value(at: path)
         #expect(expected != .null, sourceLocation: sourceLocation)
         var rng = SplitMix64(seed: 42)
-        for order in [victim + attacks, attacks + victim, (victim + attacks).shuffled(using: &rng), (attacks + victim).shuffled(using: &rng)] {
-            let store = try memoryStore()
-            for record in order { _ = try store.ingest([record], nowMillis: now) }
-            #expect(try store.value(at: path) == expected, sourceLocation: sourceLocation)
-            #expect(try store.recordCount() == victim.count + attacks.count, "every valid record is kept", sourceLocation: sourceLocation)
+        // Also as a peer's records arrive: decoded from their bytes, with a message's value held
+        // in them (`WritePair`), which the rules then read member by member.
+        for received in [false, true] {
+            for order in [victim + attacks, attacks + victim, (victim + attacks).shuffled(using: &rng), (attacks + victim).shuffled(using: &rng)] {
+                let store = try memoryStore()
+                for record in order { _ = try store.ingest([received ? try Record.decode(record.encoded) : record], nowMillis: now) }
+                #expect(try store.value(at: path) == expected, sourceLocation: sourceLocation)
+                #expect(try store.recordCount() == victim.count + attacks.count, "every valid record is kept", sourceLocation: sourceLocation)
+            }
         }
     }
 

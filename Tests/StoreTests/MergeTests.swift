@@ -24,6 +24,9 @@ struct MergeTests {
             var arrival = records.shuffled(using: &rng)
             // Duplicates: some records arrive again later.
             arrival += records.shuffled(using: &rng).prefix(Int(rng.next() % 6))
+            // Rounds 2 and 3 take the records as a peer's arrive: decoded from their bytes, a
+            // message's value held in them (`WritePair`) and read member by member by the rules.
+            if round >= 2 { arrival = try arrival.map { try Record.decode($0.encoded) } }
             let store = try memoryStore()
             if round % 2 == 0 {
                 for r in arrival { _ = try store.ingest([r], nowMillis: farFuture) }
@@ -96,6 +99,11 @@ struct MergeTests {
         let other = try memoryStore()
         _ = try other.ingest([bobClaim, aliceEdit, aliceWrite, aliceSpoof, bobSpoofSender], nowMillis: 10_000)
         #expect(try other.value(at: .root) == store.value(at: .root))
+        // The same as a peer's records arrive (decoded from their bytes, messages held in them).
+        let received = try memoryStore()
+        _ = try received.ingest(try [aliceWrite, aliceEdit, bobSpoofSender, aliceSpoof].map { try Record.decode($0.encoded) }, nowMillis: 10_000)
+        #expect(try received.value(at: message) == ["senderId": .string(alice.publicKey.userID), "text": "hi!"])
+        #expect(try received.value(at: try Path("/conversations/c/messages/n")) == .null)
     }
 
     @Test("a record stamped too far ahead is refused for now")
