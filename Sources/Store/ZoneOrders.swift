@@ -66,9 +66,12 @@ struct ZoneOrders {
     /// Brings the rows of every ordering declared for the zone's list from the zone's `old`
     /// value to its `new` one (null: absent). Call wherever a zone's stored value changes.
     /// `zoneKey`, the zone's `StoreKey` when the caller has it, spares working out its list's
-    /// (a new path and key for every message a sync stores).
-    func zoneChanged(_ zone: Zone, old: JSONValue, new: JSONValue, zoneKey: String? = nil) throws {
-        guard old != new, try anyDeclared() else { return }
+    /// (a new path and key for every message a sync stores). `new` is worked out only when some
+    /// list has an ordering: a message arriving holds its value in its bytes (`WritePair`).
+    func zoneChanged(_ zone: Zone, old: JSONValue, new: @autoclosure () -> JSONValue, zoneKey: String? = nil) throws {
+        guard try anyDeclared() else { return }
+        let new = new()
+        guard old != new else { return }
         let root = zone.root
         guard let list = root.parent, let key = root.key else { return }
         let orders = try declared(list: zoneKey.flatMap(StoreKey.parentKey) ?? StoreKey.of(list))
@@ -97,7 +100,7 @@ struct ZoneOrders {
 
     /// Whether any list has an ordering declared, from the cache when it knows.
     /// Without a cache the list's own lookup answers, rather than a second query each time.
-    func anyDeclared() throws -> Bool {
+    private func anyDeclared() throws -> Bool {
         guard let cache else { return true }
         if let known = cache.anyDeclared { return known }
         let any = try db.scalarInt("SELECT EXISTS (SELECT 1 FROM zone_orders)") == 1

@@ -43,10 +43,12 @@ struct ZoneStore {
         let root = atRoot ? pair.path : zone.root
         let zoneKey = StoreKey.of(root)
         let relative = atRoot ? Path.root : pair.path.relative(to: root) ?? .root
-        // The value the pair alone gives the zone: what a new zone holds. Built only when
-        // needed: a message's value is held as its bytes (`WritePair`), and a new message needs
-        // only a member or two of it.
-        func alone() -> JSONValue { atRoot ? pair.value : JSONValue.null.setting(relative, to: pair.value) }
+        // The value the pair alone gives the zone: what a new zone holds. At the root it is the
+        // pair's own, built only when asked for: a message's value is held as its bytes
+        // (`WritePair`), and a new message needs only a member or two of it. Below the root it
+        // is worked out once here.
+        let aloneBelowRoot = atRoot ? JSONValue.null : JSONValue.null.setting(relative, to: pair.value)
+        func alone() -> JSONValue { atRoot ? pair.value : aloneBelowRoot }
 
         // The common case: the zone's first pair, which makes its author the owner. A pair at the
         // zone's root is the zone's whole value, which its record holds already: the row says so
@@ -66,7 +68,7 @@ struct ZoneStore {
         }
         if try insertZone(zoneKey, owner: author.bytes, seq: seq, value: firstValue) {
             try orders.zoneCreated(root: root)
-            if try orders.anyDeclared() { try orders.zoneChanged(zone, old: .null, new: alone(), zoneKey: zoneKey) }
+            try orders.zoneChanged(zone, old: .null, new: alone(), zoneKey: zoneKey)
             if atRoot { try noteReferences(zone, member: pair.member) } else { try noteReferences(zone, alone()) }
             return
         }

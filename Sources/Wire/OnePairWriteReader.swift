@@ -88,7 +88,9 @@ struct OnePairWriteReader {
 
     // MARK: Values held as bytes (`WritePair`)
 
-    /// The value in `bytes`, which this reader checked as the value at `path` already.
+    /// The value in `bytes`, which this reader checked already: as the value at `path`, or as
+    /// a member whose value lies at `path` (then one level deeper than read here, so the limits
+    /// this read applies are ones the bytes met already).
     static func checkedValue(_ bytes: ArraySlice<UInt8>, at path: Path) -> JSONValue {
         bytes.withUnsafeBufferPointer { buffer in
             var reader = OnePairWriteReader(buffer)
@@ -101,43 +103,25 @@ struct OnePairWriteReader {
     }
 
     /// The member `key` of the object in `bytes` (checked already as the value at `path`),
-    /// building that member alone.
+    /// building that member alone; the others are stepped over (`CanonicalScanner`).
     static func checkedMember(_ key: String, of bytes: ArraySlice<UInt8>, at path: Path) -> JSONValue? {
-        bytes.withUnsafeBufferPointer { buffer in
-            var reader = OnePairWriteReader(buffer)
-            guard let count = reader.container(major: 5, depth: 3) else { return nil }
-            var wanted = key
-            return wanted.withUTF8 { wanted -> JSONValue? in
-                for _ in 0..<count {
-                    guard let raw = reader.textBytes() else { return nil }
-                    if raw.count == wanted.count, (0..<raw.count).allSatisfy({ raw[$0] == wanted[$0] }) {
-                        var respelled = false
-                        if reader.offset < buffer.count, buffer[reader.offset] >> 5 == 5 {
-                            guard let child = try? path.appending(key) else { return nil }
-                            return reader.object(at: child, depth: 4, respelled: &respelled)
-                        }
-                        return reader.value(at: path, depth: 4, allowNull: false, respelled: &respelled)
-                    }
-                    reader.skipItem()
-                }
-                return nil
+        var scanner = CanonicalScanner(bytes: bytes, offset: bytes.startIndex)
+        let count = scanner.head().argument
+        var wanted = key
+        return wanted.withUTF8 { wanted -> JSONValue? in
+            for _ in 0..<count {
+                let length = Int(scanner.head().argument)
+                let start = scanner.offset
+                scanner.offset += length
+                let valueStart = scanner.offset
+                scanner.skipItem()
+                guard length == wanted.count, (0..<length).allSatisfy({ bytes[start + $0] == wanted[$0] }) else { continue }
+                let member = bytes[valueStart..<scanner.offset]
+                // An object's keys are checked below its own path; anything else, at the parent's.
+                guard member.first! >> 5 == 5 else { return checkedValue(member, at: path) }
+                return (try? path.appending(key)).map { checkedValue(member, at: $0) }
             }
-        }
-    }
-
-    /// Moves past one whole item of bytes checked already (no floats: this reader takes none).
-    private mutating func skipItem() {
-        var pending = 1
-        while pending > 0 {
-            pending -= 1
-            let major = bytes[offset] >> 5
-            guard let argument = argument(major: major) else { preconditionFailure("checked bytes no longer read") }
-            switch major {
-            case 2, 3: offset += Int(argument)
-            case 4: pending += Int(argument)
-            case 5: pending += 2 * Int(argument)
-            default: break
-            }
+            return nil
         }
     }
 
@@ -190,17 +174,11 @@ struct OnePairWriteReader {
                 guard bytes[previous].lexicographicallyPrecedes(bytes[keyBytes]) else { return nil }
             }
             previousKey = keyBytes
-            let key: String
+            // The key as a string, made only when needed (a nested object's path, or the member
+            // built): nearly every key is plain, checked in place and its own NFC.
+            var key: String?
             if Key.isPlainASCII(raw) {
-                // Nearly every key: checked in place, its own NFC, so made a string only once.
                 guard path.admitsChild(keyBytes: raw.count, byteLength: pathLength) else { return nil }
-                // Only checking: keys in strictly increasing order are unique, and a plain key
-                // is its own NFC, so no two spell one key.
-                if !building, offset < bytes.count, bytes[offset] >> 5 != 5 {
-                    guard value(at: path, depth: depth + 1, allowNull: false, respelled: &respelled) != nil else { return nil }
-                    continue
-                }
-                key = String(decoding: raw, as: UTF8.self)
             } else {
                 // A key that may need respelling is left to building.
                 guard building else { return nil }
@@ -210,14 +188,18 @@ struct OnePairWriteReader {
             }
             let member: JSONValue?
             if offset < bytes.count, bytes[offset] >> 5 == 5 {
-                guard let child = try? path.appending(key) else { return nil }
+                let name = key ?? String(decoding: raw, as: UTF8.self)
+                key = name
+                guard let child = try? path.appending(name) else { return nil }
                 member = object(at: child, depth: depth + 1, respelled: &respelled)
             } else {
                 member = value(at: path, depth: depth + 1, allowNull: false, respelled: &respelled)
             }
             guard let member else { return nil }
+            // Only checking: keys in strictly increasing order are unique, and a plain key is its
+            // own NFC, so no two spell one key.
             guard building else { continue }
-            guard members.updateValue(member, forKey: key) == nil else { return nil }
+            guard members.updateValue(member, forKey: key ?? String(decoding: raw, as: UTF8.self)) == nil else { return nil }
         }
         return building ? .object(members) : .null
     }

@@ -196,7 +196,7 @@ public enum PrivateBodies {
         let (pairs, disorder) = try RecordCodec.decodeWrite(item, valuesRespelled: &respelled)
         try RecordCodec.validateWrite(pairs, order: .asWritten(disorder: disorder))
         if respelled { return (pairs, pairs.map { TreeValueCodec.encode($0.value).encoded()[...] }) }
-        var scanner = CanonicalScanner(bytes: bytes, offset: 0)
+        var scanner = CanonicalScanner(bytes: bytes[...], offset: 0)
         return (pairs, scanner.pairValues(count: pairs.count))
     }
 }

@@ -13,8 +13,7 @@ extension Record {
     public var pairValueEncodings: [ArraySlice<UInt8>] {
         guard case let .write(pairs) = body else { return [] }
         if valuesRespelled { return pairs.map { TreeValueCodec.encode($0.value).encoded()[...] } }
-        if pairs.count == 1, let held = pairs[0].heldEncoding { return [held] }
-        var scanner = CanonicalScanner(bytes: encoded, offset: 1)  // past the 6-item array head
+        var scanner = CanonicalScanner(bytes: encoded[...], offset: 1)  // past the 6-item array head
         for _ in 0..<4 { scanner.skipItem() }  // version, kind, author, clock
         return scanner.pairValues(count: pairs.count)
     }
@@ -23,10 +22,12 @@ extension Record {
 /// Walks bytes already checked by `CBORDecoder` item by item, without building anything. It
 /// trusts its input: only use it on bytes that decoded successfully.
 struct CanonicalScanner {
-    let bytes: [UInt8]
+    /// The bytes, or a part of them: offsets are the slice's own indices.
+    let bytes: ArraySlice<UInt8>
     var offset: Int
 
     /// Reads a head: its major type and argument (a float's bits for major type 7).
+    @inline(__always)
     mutating func head() -> (major: UInt8, argument: UInt64) {
         let initial = bytes[offset]
         offset += 1
