@@ -192,7 +192,22 @@ check "$ok" "3b after the partition heals all 5 converge, nothing lost" "${took}
 victim=5 others=(1 2 3 4)
 stop_node "$victim" TERM
 bulk_spread() { local n; for n in "${others[@]}"; do has_tokens "$n" "$work/bulk" || return 1; done; }
-logged() { tail -n +"$mark" "$work/h$victim.log" | grep -q "$trigger"; }
+# start_and_kill_at N TRIGGER: starts node N and kills it with SIGKILL as soon as its log shows
+# TRIGGER; fails if the node exits first or the line does not come within the deadline.
+start_and_kill_at() {
+    local n=$1 trigger=$2 failed=0 mark start
+    mark=$(($(wc -l <"$work/h$n.log") + 1))
+    start_node "$n"
+    start=$EPOCHREALTIME
+    until tail -n +"$mark" "$work/h$n.log" | grep -q "$trigger"; do   # a tight poll: a trigger, not a synchronisation
+        awk -v a="$EPOCHREALTIME" -v s="$start" -v d="$DEADLINE" 'BEGIN { exit !(a - s >= d) }' && { failed=1; break; }
+        kill -0 "${PID[$n]}" 2>/dev/null || { failed=1; break; }
+        sleep 0.01
+    done
+    stop_node "$n" KILL
+    echo "=== testbed: SIGKILL $(date +%T.%N)" >>"$work/h$n.log"
+    return "$failed"
+}
 for round in "a:connected to:300" "b:received:100"; do
     IFS=: read -r label trigger count <<<"$round"
     : >"$work/bulk"
@@ -200,16 +215,7 @@ for round in "a:connected to:300" "b:received:100"; do
         send 1 "tb-bulk-$label-$i" && echo "tb-bulk-$label-$i" >>"$work/bulk"
     done
     until_true "$DEADLINE" bulk_spread; ok=$?
-    mark=$(($(wc -l <"$work/h$victim.log") + 1))
-    start_node "$victim"
-    t=$EPOCHREALTIME
-    while ! logged; do   # a tight poll: this is a trigger, not a synchronisation
-        awk -v a="$EPOCHREALTIME" -v s="$t" -v d="$DEADLINE" 'BEGIN { exit !(a - s >= d) }' && { ok=1; break; }
-        kill -0 "${PID[$victim]}" 2>/dev/null || { ok=1; break; }
-        sleep 0.01
-    done
-    stop_node "$victim" KILL
-    echo "=== testbed: SIGKILL $(date +%T.%N)" >>"$work/h$victim.log"
+    start_and_kill_at "$victim" "$trigger" || ok=1
     at_kill=$(tokens_of "$victim" | grep -c "tb-bulk-$label-")
     crash_integrity=$(integrity "$victim" 2>&1)
     [ "$crash_integrity" == ok ] || { ok=1; echo "    integrity after the crash: $crash_integrity" >&2; }
@@ -298,28 +304,20 @@ ok=0 at_kill="" crash_integrity=""
 # stored batch (other sessions may still be delivering).
 # Before each start the writers add a message each while h4 is down, so every start has records
 # to receive: a first sync that ends before its kill must not leave the second start nothing to log.
-victim=$late
 for trigger in "connected to" "received"; do
     for n in "${writers[@]}"; do
         token="tb-private-h$n-${trigger// /-}"
         lc "$n" send "$group" "$token" >/dev/null && echo "$token" >>"$work/private" || ok=1
     done
     sort "$work/private" >"$work/private.sorted"
-    mark=$(($(wc -l <"$work/h$late.log") + 1))
-    start_node "$late"
-    t=$EPOCHREALTIME
-    while ! logged; do   # a tight poll: this is a trigger, not a synchronisation
-        awk -v a="$EPOCHREALTIME" -v s="$t" -v d="$DEADLINE" 'BEGIN { exit !(a - s >= d) }' && { ok=1; break; }
-        kill -0 "${PID[$late]}" 2>/dev/null || { ok=1; break; }
-        sleep 0.01
-    done
-    stop_node "$late" KILL
+    start_and_kill_at "$late" "$trigger" || ok=1
     at_kill+="${at_kill:+, then }$(private_tokens "$late" | grep -c .)"
     result=$(integrity "$late" 2>&1)
     crash_integrity+="${crash_integrity:+, }$result"
     [ "$result" == ok ] || ok=1
 done
 start_node "$late"
+t=$EPOCHREALTIME
 until_true "$DEADLINE" reads_all "$late" || ok=1
 [ "$ok" -eq 0 ] || describe_state
 check "$ok" "6c h$late back, killed with SIGKILL mid-sync twice and started again, reads all $(wc -l <"$work/private") messages" \
