@@ -61,21 +61,47 @@ struct OnePairWriteReader {
               container(major: 4, depth: 1) == 1, container(major: 4, depth: 2) == 2,
               let pathText = text(), let path = try? Path(storageKey: pathText) else { return nil }
         var respelled = false
-        let value: Value
-        let start = offset, itemsBefore = items
-        if holdingMessages, path.segments.count == 4, Zone.isRoot(path.segments), checksOnly({ $0.object(at: path, depth: 3, respelled: &respelled) }) {
-            // A message: left in its bytes (`WritePair`).
-            value = .checked(start..<offset)
-        } else {
-            offset = start
-            items = itemsBefore
-            guard let built = self.value(at: path, depth: 3, allowNull: true, respelled: &respelled) else { return nil }
-            value = .built(built)
-        }
-        guard let signatureBytes = byteString(), signatureBytes.count == Signature.byteCount,
+        guard let value = pairValue(at: path, depth: 3, holdingMessages: holdingMessages, respelled: &respelled),
+              let signatureBytes = byteString(), signatureBytes.count == Signature.byteCount,
               let signature = try? Signature(bytes: signatureBytes),
               offset == bytes.count else { return nil }
         return (author, clock, path, value, signature, respelled)
+    }
+
+    /// A pair's value at `depth`: a message (an object at its zone's root), where
+    /// `holdingMessages`, checked and left in its bytes; anything else built.
+    private mutating func pairValue(at path: Path, depth: Int, holdingMessages: Bool, respelled: inout Bool) -> Value? {
+        let start = offset, itemsBefore = items
+        if holdingMessages, path.segments.count == 4, Zone.isRoot(path.segments),
+           checksOnly({ $0.object(at: path, depth: depth, respelled: &respelled) }) {
+            return .checked(start..<offset)
+        }
+        offset = start
+        items = itemsBefore
+        return value(at: path, depth: depth, allowNull: true, respelled: &respelled).map(Value.built)
+    }
+
+    /// The pair of a write body of one pair, `[[path, value]]` spanning every byte (what a
+    /// sealed write's plaintext holds), with its value's canonical bytes: a message left in its
+    /// bytes, any other value built. Nil when this reader does not read it, or when a key would
+    /// need respelling (then the bytes are no canonical encoding): the general way then decodes
+    /// it (`PrivateBodies.decodeWriteItems`), which accepts it or says why not.
+    static func writeBody(_ encoded: [UInt8]) -> (pair: WritePair, valueBytes: ArraySlice<UInt8>)? {
+        let read = encoded.withUnsafeBufferPointer { buffer -> (Path, Value, Range<Int>)? in
+            var reader = OnePairWriteReader(buffer)
+            var respelled = false
+            guard reader.container(major: 4, depth: 0) == 1, reader.container(major: 4, depth: 1) == 2,
+                  let pathText = reader.text(), let path = try? Path(storageKey: pathText) else { return nil }
+            let start = reader.offset
+            guard let value = reader.pairValue(at: path, depth: 2, holdingMessages: true, respelled: &respelled),
+                  !respelled, reader.offset == buffer.count else { return nil }
+            return (path, value, start..<reader.offset)
+        }
+        guard let (path, value, range) = read else { return nil }
+        switch value {
+        case let .built(value): return (WritePair(path: path, value: value), encoded[range])
+        case .checked: return (WritePair(path: path, checkedObject: encoded[range]), encoded[range])
+        }
     }
 
     /// Runs `read` checking values without building them; whether it accepted. Where it does

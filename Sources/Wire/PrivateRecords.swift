@@ -185,11 +185,21 @@ public enum PrivateBodies {
     /// encoding, unless an object key is spelled otherwise than in NFC (then it is encoded
     /// afresh). A member's node folds every sealed write it opens, tens of thousands in a cold
     /// sync: slicing costs a short scan, encoding builds and writes a CBOR tree per pair.
+    ///
+    /// A write of one pair (nearly every sealed write: a message) is read straight from its bytes
+    /// (`OnePairWriteReader.writeBody`), a message's value left in them as a plain record's is
+    /// when it is stored; anything else, and the reason for every refusal, the general way.
     public static func decodeWriteAndValueBytes(_ bytes: [UInt8]) throws(RecordError)
         -> (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>]) {
         guard bytes.count <= RecordLimits.maxRecordBytes else {
             throw .tooLarge(size: bytes.count, limit: RecordLimits.maxRecordBytes)
         }
+        if let (pair, valueBytes) = OnePairWriteReader.writeBody(bytes) { return ([pair], [valueBytes]) }
+        return try decodeWriteItems(bytes)
+    }
+
+    /// `decodeWriteAndValueBytes` through the CBOR item tree: every shape of write body.
+    static func decodeWriteItems(_ bytes: [UInt8]) throws(RecordError) -> (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>]) {
         let item: CBOR
         do { item = try CBORDecoder.decode(bytes, limits: RecordLimits.cbor) } catch { throw .malformed(error) }
         var respelled = false

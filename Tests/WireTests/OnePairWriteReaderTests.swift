@@ -193,6 +193,88 @@ struct OnePairWriteReaderTests {
         #expect(mutantsRead > 50)
     }
 
+    // MARK: Write bodies (a sealed write's plaintext)
+
+    /// A write body of one pair: what a sealed write's plaintext holds.
+    static func body(_ path: String, _ value: CBOR) -> [UInt8] {
+        CBOR.array([.array([.text(path), value])]).encoded()
+    }
+
+    /// The direct reading of a write body checked against the general one; returns whether it
+    /// read the body itself.
+    @discardableResult
+    static func checkBody(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        guard let (pair, valueBytes) = OnePairWriteReader.writeBody(bytes) else { return false }
+        guard let general = try? PrivateBodies.decodeWriteItems(bytes), general.pairs.count == 1 else {
+            Issue.record("read directly, but the general way refuses \(bytes)", sourceLocation: sourceLocation)
+            return true
+        }
+        let expected = general.pairs[0]
+        // Bytes, not `==`: Swift's string equality would take canonically equivalent text as equal.
+        #expect(RecordCodec.encodeBody(.write([pair])).encoded() == RecordCodec.encodeBody(.write([expected])).encoded(),
+                sourceLocation: sourceLocation)
+        #expect(valueBytes == general.valueBytes[0], sourceLocation: sourceLocation)
+        #expect(Array(valueBytes) == TreeValueCodec.encode(expected.value).encoded(), sourceLocation: sourceLocation)
+        if let held = pair.heldEncoding {
+            // Held only at a message's root, and then the very bytes given for the zones' store.
+            #expect(Zone.isRoot(pair.path.segments) && pair.path.segments.count == 4, sourceLocation: sourceLocation)
+            #expect(held == valueBytes, sourceLocation: sourceLocation)
+            if case let .object(members) = expected.value {
+                for (key, member) in members { #expect(pair.member(key) == member, sourceLocation: sourceLocation) }
+            }
+        }
+        return true
+    }
+
+    @Test("a sealed write's plaintext of one pair is read directly, as the general way reads it; the rest is left to it")
+    func writeBodies() throws {
+        let message = CBOR.map([CBORPair(.text("date"), .unsigned(1_700_000_000_123)), CBORPair(.text("senderId"), .text(alice.publicKey.userID)),
+                                CBORPair(.text("text"), .text("Xin chào 👋"))])
+        let messageBody = Self.body("/conversations/g1/messages/-Nabcdefghijklmnopqr", message)
+        #expect(Self.checkBody(messageBody))
+        #expect(OnePairWriteReader.writeBody(messageBody)?.pair.heldEncoding != nil)
+        #expect(Self.checkBody(Self.body("/conversations/g1/typing", .bool(true))))
+        #expect(OnePairWriteReader.writeBody(Self.body("/conversations/g1/typing", .bool(true)))?.pair.heldEncoding == nil)
+        #expect(Self.checkBody(Self.body("/conversations/g1/messages/m", .null)))
+        // Left to the general way: a key it would respell (its bytes are then no canonical
+        // encoding), a float, two pairs, a record rather than a body.
+        let respelled = Self.body("/conversations/g1/messages/m", .map([CBORPair(.text("cafe\u{301}"), .unsigned(1))]))
+        let twoPairs = CBOR.array([.array([.text("/a"), .unsigned(1)]), .array([.text("/b"), .unsigned(2)])]).encoded()
+        for bytes in [respelled, Self.body("/k", .float(1.5)), twoPairs, Self.write("/k", .unsigned(1))] {
+            #expect(OnePairWriteReader.writeBody(bytes) == nil)
+        }
+        let general = try PrivateBodies.decodeWriteAndValueBytes(respelled)
+        #expect(Array(general.valueBytes[0]) == TreeValueCodec.encode(general.pairs[0].value).encoded())
+    }
+
+    @Test("generated and mutated write bodies: the direct reader agrees with the general way on every one")
+    func generatedAndMutatedBodies() {
+        var random = SplitMix(seed: 0x5EED_0002)
+        var readDirectly = 0, held = 0, mutantsRead = 0
+        for round in 0..<4_000 {
+            // Every other round a message: an object at a message's path.
+            var value = Self.value(&random, depth: 0)
+            while round % 2 == 0, !Self.isMap(value) { value = Self.value(&random, depth: 0) }
+            let valid = Self.body(Self.paths[random.below(round % 2 == 0 ? 3 : Self.paths.count)], value)
+            if Self.checkBody(valid) {
+                readDirectly += 1
+                if OnePairWriteReader.writeBody(valid)?.pair.heldEncoding != nil { held += 1 }
+            }
+            var mutant = valid
+            for _ in 0...random.below(3) { Self.mutate(&mutant, &random) }
+            if Self.checkBody(mutant) { mutantsRead += 1 }
+            if round % 500 == 0 { Self.checkBody(Array(valid.prefix(random.below(valid.count)))) }
+        }
+        #expect(readDirectly > 1_000)
+        #expect(held > 50)
+        #expect(mutantsRead > 50)
+    }
+
+    static func isMap(_ item: CBOR) -> Bool {
+        if case .map = item { return true }
+        return false
+    }
+
     static let paths = ["/conversations/c1/messages/-Nabc", "/conversations/c1/messages/-Nabd", "/conversations/c2/messages/m", "/users/u1", "/users/u1/name", "/k/e\u{301}", "", "/a", "/a.b", "/x/\u{1}", "/\u{212B}"]
     static let keys = ["a", "b", "text", "senderId", "date", "e\u{301}", "\u{E9}", "\u{212B}", "\u{C5}", "a.b", "$x", "", "\u{7F}", "\u{E000}", "Ж", "😀"]
 
