@@ -20,6 +20,23 @@ public enum FuzzSeeds {
             add(.record, name, bytes)
             add(.cbor, "record-" + name, bytes)
         }
+        // Sealed writes' plaintexts (Protocol.md §11.4: a write body), as members seal them,
+        // and the shapes the direct reader leaves to the general way.
+        let message: JSONValue = .object(["date": .number(1_764_460_800_123), "senderId": .string(signer.publicKey.userID),
+                                          "text": .string("Xin chào 👋"), "photoURL": .string("lanchat://files/images/a.png")])
+        let group = "g_AAAAAAAAAAAAAAAAAAAA"
+        let plaintexts: [(String, [WritePair])] = [
+            ("message", [WritePair(path: try! Path("/conversations/\(group)/messages/-Nabcdefghijklmnopqr"), value: message)]),
+            ("delete", [WritePair(path: try! Path("/conversations/\(group)/messages/-Nabcdefghijklmnopqr"), value: .null)]),
+            ("typing", [WritePair(path: try! Path("/conversations/\(group)/typing/\(signer.publicKey.userID)"), value: .bool(true))]),
+            ("float", [WritePair(path: try! Path("/conversations/\(group)/meta/score"), value: .number(0.5))]),
+            ("pairs", [WritePair(path: try! Path("/conversations/\(group)/a"), value: .number(1)),
+                       WritePair(path: try! Path("/conversations/\(group)/b"), value: .object(["c": .string("d")]))]),
+        ]
+        for (name, pairs) in plaintexts { add(.sealedPlaintext, name, try! PrivateBodies.encodeWrite(pairs)) }
+        add(.sealedPlaintext, "respelled-key", CBOR.array([.array([.text("/conversations/\(group)/messages/m"),
+                                                                   .map([CBORPair(.text("cafe\u{301}"), .unsigned(1))])])]).encoded())
+
         add(.record, "edge-unsigned", Array(vectorMessage.dropLast(66)))
         add(.record, "edge-version-2", [0x86, 0x02] + vectorMessage.dropFirst(2))
 

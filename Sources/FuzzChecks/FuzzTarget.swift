@@ -14,6 +14,7 @@ public struct FuzzViolation: Error, CustomStringConvertible {
 public enum FuzzTarget: String, CaseIterable, Sendable {
     case cbor
     case record
+    case sealedPlaintext = "sealed-plaintext"
     case export
     case datagram
     case frames
@@ -34,6 +35,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         switch self {
         case .cbor: try WireChecks.cbor(input)
         case .record: try WireChecks.record(input)
+        case .sealedPlaintext: try WireChecks.sealedPlaintext(input)
         case .export: try WireChecks.exportStream(input)
         case .datagram: try WireChecks.datagram(input)
         case .frames: try WireChecks.frames(input)

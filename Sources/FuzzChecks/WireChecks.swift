@@ -72,6 +72,30 @@ public enum WireChecks {
         try require(verified == record.verifySignature(), t, "decode(verify: true) disagrees with verifySignature()")
     }
 
+    /// A sealed write's plaintext as a member's node reads it once opened (any member can seal
+    /// whatever bytes it likes): what is accepted, the general way accepts as the same pairs,
+    /// each value's bytes are its canonical encoding (what the zones' store keeps), a value held
+    /// in its bytes is exactly those, and the pairs keep §3.4's rules.
+    static func sealedPlaintext(_ input: [UInt8]) throws(FuzzViolation) {
+        let t = FuzzTarget.sealedPlaintext
+        guard let opened = try? PrivateBodies.decodeWriteAndValueBytes(input) else { return }
+        guard let general = try? PrivateBodies.decodeWriteItems(input) else {
+            throw FuzzViolation(target: t.rawValue, message: "accepted, but the general way refuses it")
+        }
+        func body(_ pairs: [WritePair]) -> [UInt8] {
+            CBOR.array(pairs.map { .array([.text($0.path.storageKey), TreeValueCodec.encode($0.value)]) }).encoded()
+        }
+        try require(body(opened.pairs) == body(general.pairs), t, "read otherwise than the general way reads it")
+        try require(opened.valueBytes.count == opened.pairs.count, t, "\(opened.valueBytes.count) value encodings for \(opened.pairs.count) pairs")
+        for (pair, bytes) in zip(opened.pairs, opened.valueBytes) {
+            try require(Array(bytes) == TreeValueCodec.encode(pair.value).encoded(), t, "the bytes kept for \(pair.path) are not its value's encoding")
+            if let held = pair.heldEncoding { try require(held == bytes, t, "the value held at \(pair.path) is not the bytes kept") }
+        }
+        try require(opened.valueBytes.map(Array.init) == general.valueBytes.map(Array.init), t, "value encodings differ from the general way's")
+        try require((1...RecordLimits.maxPairs).contains(opened.pairs.count), t, "\(opened.pairs.count) pairs accepted")
+        try checkPairs(opened.pairs, t)
+    }
+
     /// The invariants of a record any decoder accepted from `input`.
     static func checkAccepted(_ record: Record, _ input: [UInt8], _ t: FuzzTarget) throws(FuzzViolation) {
         try require(input.count <= RecordLimits.maxRecordBytes, t, "record above the size limit accepted")

@@ -198,8 +198,9 @@ public enum PrivateBodies {
         return try decodeWriteItems(bytes)
     }
 
-    /// `decodeWriteAndValueBytes` through the CBOR item tree: every shape of write body.
-    static func decodeWriteItems(_ bytes: [UInt8]) throws(RecordError) -> (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>]) {
+    /// `decodeWriteAndValueBytes` through the CBOR item tree: every shape of write body, and the
+    /// reason for every refusal. What the direct reader accepts, this accepts alike.
+    public static func decodeWriteItems(_ bytes: [UInt8]) throws(RecordError) -> (pairs: [WritePair], valueBytes: [ArraySlice<UInt8>]) {
         let item: CBOR
         do { item = try CBORDecoder.decode(bytes, limits: RecordLimits.cbor) } catch { throw .malformed(error) }
         var respelled = false
