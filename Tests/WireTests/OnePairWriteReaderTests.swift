@@ -179,18 +179,28 @@ struct OnePairWriteReaderTests {
     @Test("generated and mutated records: the direct reader agrees with the general decoder on every one")
     func generatedAndMutated() {
         var random = SplitMix(seed: 0x5EED_0001)
-        var readDirectly = 0, mutantsRead = 0
-        for round in 0..<4_000 {
-            let valid = Self.write(Self.paths[random.below(Self.paths.count)], Self.value(&random, depth: 0))
-            if Self.check(valid) { readDirectly += 1 }
-            var mutant = valid
-            for _ in 0...random.below(3) { Self.mutate(&mutant, &random) }
-            if Self.check(mutant) { mutantsRead += 1 }
-            if round % 500 == 0 { Self.check(Array(valid.prefix(random.below(valid.count)))) }
-        }
+        let (readDirectly, mutantsRead) = Self.generatedAndMutated(&random, { random, _ in
+            Self.write(Self.paths[random.below(Self.paths.count)], Self.value(&random, depth: 0))
+        }, read: { Self.check($0) })
         // The generator mostly makes records the reader reads, and some mutants still are records.
         #expect(readDirectly > 1_000)
         #expect(mutantsRead > 50)
+    }
+
+    /// 4,000 rounds of `make` (given the round), each input checked by `read`, then a mutant of
+    /// it, and now and then a prefix of it: how many inputs and mutants `read` read.
+    static func generatedAndMutated(_ random: inout SplitMix, _ make: (inout SplitMix, Int) -> [UInt8],
+                                    read: ([UInt8]) -> Bool) -> (valid: Int, mutants: Int) {
+        var readDirectly = 0, mutantsRead = 0
+        for round in 0..<4_000 {
+            let valid = make(&random, round)
+            if read(valid) { readDirectly += 1 }
+            var mutant = valid
+            for _ in 0...random.below(3) { mutate(&mutant, &random) }
+            if read(mutant) { mutantsRead += 1 }
+            if round % 500 == 0 { _ = read(Array(valid.prefix(random.below(valid.count)))) }
+        }
+        return (readDirectly, mutantsRead)
     }
 
     // MARK: Write bodies (a sealed write's plaintext)
@@ -250,21 +260,15 @@ struct OnePairWriteReaderTests {
     @Test("generated and mutated write bodies: the direct reader agrees with the general way on every one")
     func generatedAndMutatedBodies() {
         var random = SplitMix(seed: 0x5EED_0002)
-        var readDirectly = 0, held = 0, mutantsRead = 0
-        for round in 0..<4_000 {
+        var held = 0
+        let (readDirectly, mutantsRead) = Self.generatedAndMutated(&random, { random, round in
             // Every other round a message: an object at a message's path.
             var value = Self.value(&random, depth: 0)
             while round % 2 == 0, !Self.isMap(value) { value = Self.value(&random, depth: 0) }
-            let valid = Self.body(Self.paths[random.below(round % 2 == 0 ? 3 : Self.paths.count)], value)
-            if Self.checkBody(valid) {
-                readDirectly += 1
-                if OnePairWriteReader.writeBody(valid)?.pair.heldEncoding != nil { held += 1 }
-            }
-            var mutant = valid
-            for _ in 0...random.below(3) { Self.mutate(&mutant, &random) }
-            if Self.checkBody(mutant) { mutantsRead += 1 }
-            if round % 500 == 0 { Self.checkBody(Array(valid.prefix(random.below(valid.count)))) }
-        }
+            let body = Self.body(Self.paths[random.below(round % 2 == 0 ? 3 : Self.paths.count)], value)
+            if OnePairWriteReader.writeBody(body)?.pair.heldEncoding != nil { held += 1 }
+            return body
+        }, read: { Self.checkBody($0) })
         #expect(readDirectly > 1_000)
         #expect(held > 50)
         #expect(mutantsRead > 50)
