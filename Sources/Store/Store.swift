@@ -187,8 +187,9 @@ public final class Store {
     }
 
     /// Runs several reads on one snapshot (another process may write in between otherwise), and
-    /// under one read lock: outside a transaction every statement takes and drops its own.
-    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    /// under one read lock: outside a transaction every statement takes and drops its own (four
+    /// `fcntl` calls and two `stat`s each). Inside another transaction, a savepoint of it.
+    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
         do {
             return try db.transaction(.deferred, body)
         } catch let error as SQLiteError {
