@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 LANCHAT=${1:-.build/debug/lanchat}
 . Tools/harness.sh
 
-port_base=$((20000 + RANDOM % 20000))
+port_base=$(Tools/free-ports 12) || exit 1
 disc=$((port_base + 10))
 has_api() { grep -q '"api"' "$1" 2>/dev/null; }
 for n in a b; do "$LANCHAT" init --data "$work/$n" --name "node $n" >/dev/null || exit 1; done

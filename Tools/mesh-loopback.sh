@@ -9,7 +9,7 @@ LANCHAT=${1:-.build/debug/lanchat}
 . Tools/harness.sh
 
 
-port_base=$((20000 + RANDOM % 20000))
+port_base=$(Tools/free-ports 4) || exit 1
 start() {  # start N [extra args]
     local n=$1; shift
     "$LANCHAT" run --data "$work/n$n" --listen 127.0.0.1:$((port_base + n)) --no-discovery "$@" 2>>"$work/n$n.log" &

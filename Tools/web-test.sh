@@ -23,7 +23,7 @@ py=$(Tools/python-env) || { echo "web: 0 passed, 1 failed (no python environment
 
 has_api() { grep -q '"api"' "$1" 2>/dev/null; }
 
-port_base=$((20000 + RANDOM % 20000))
+port_base=$(Tools/free-ports 4) || { echo "web: 0 passed, 1 failed"; exit 1; }
 "$LANCHAT" init --data "$work/a" --name "Alice Smith" --email alice@example.org >/dev/null || exit 1
 "$LANCHAT" init --data "$work/b" --name "Bùi Thị Bích" --email bich@example.vn >/dev/null || exit 1
 "$LANCHAT" init --data "$work/c" --name "Chidi Okafor" --email chidi@example.ng >/dev/null || exit 1

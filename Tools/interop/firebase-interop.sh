@@ -9,7 +9,7 @@ python=$(Tools/python-env) || exit 1
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"' EXIT
-port=$((20000 + RANDOM % 20000))
+port=$(Tools/free-ports 2) || exit 1
 for n in a b; do "$LANCHAT" init --data "$work/$n" --name "Interop ${n^^}" >/dev/null; done
 "$LANCHAT" run --data "$work/a" --listen "127.0.0.1:$port" --no-discovery --api-token owner 2>"$work/a.log" & pids+=($!)
 "$LANCHAT" run --data "$work/b" --listen "127.0.0.1:$((port + 1))" --no-discovery --api-token owner --peer "127.0.0.1:$port" 2>"$work/b.log" & pids+=($!)
