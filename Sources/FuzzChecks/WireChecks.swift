@@ -82,10 +82,7 @@ public enum WireChecks {
         guard let general = try? PrivateBodies.decodeWriteItems(input) else {
             throw FuzzViolation(target: t.rawValue, message: "accepted, but the general way refuses it")
         }
-        func body(_ pairs: [WritePair]) -> [UInt8] {
-            CBOR.array(pairs.map { .array([.text($0.path.storageKey), TreeValueCodec.encode($0.value)]) }).encoded()
-        }
-        try require(body(opened.pairs) == body(general.pairs), t, "read otherwise than the general way reads it")
+        try require(writeBody(opened.pairs).encoded() == writeBody(general.pairs).encoded(), t, "read otherwise than the general way reads it")
         try require(opened.valueBytes.count == opened.pairs.count, t, "\(opened.valueBytes.count) value encodings for \(opened.pairs.count) pairs")
         for (pair, bytes) in zip(opened.pairs, opened.valueBytes) {
             try require(Array(bytes) == TreeValueCodec.encode(pair.value).encoded(), t, "the bytes kept for \(pair.path) are not its value's encoding")
@@ -94,6 +91,11 @@ public enum WireChecks {
         try require(opened.valueBytes.map(Array.init) == general.valueBytes.map(Array.init), t, "value encodings differ from the general way's")
         try require((1...RecordLimits.maxPairs).contains(opened.pairs.count), t, "\(opened.pairs.count) pairs accepted")
         try checkPairs(opened.pairs, t)
+    }
+
+    /// A write body of `pairs` as the tree reads them (keys in NFC).
+    static func writeBody(_ pairs: [WritePair]) -> CBOR {
+        .array(pairs.map { .array([.text($0.path.storageKey), TreeValueCodec.encode($0.value)]) })
     }
 
     /// The invariants of a record any decoder accepted from `input`.
@@ -106,7 +108,7 @@ public enum WireChecks {
         case let .write(pairs):
             try require((1...RecordLimits.maxPairs).contains(pairs.count), t, "\(pairs.count) pairs accepted")
             try checkPairs(pairs, t)
-            body = .array(pairs.map { .array([.text($0.path.storageKey), TreeValueCodec.encode($0.value)]) })
+            body = writeBody(pairs)
         case let .manifest(m):
             try require(m.size >= 1 && m.size <= Manifest.maxSize && Manifest.chunkSizes.contains(m.chunkSize)
                         && UInt64(m.chunks.count) == (m.size + m.chunkSize - 1) / m.chunkSize, t, "manifest outside its limits")

@@ -36,12 +36,7 @@ struct OnePairWriteReader {
         }
         guard let (author, clock, path, value, signature, respelled) = read else { return nil }
         assert(id == nil || id == BLAKE2b.digest256(encoded), "the id given is not the hash of the bytes")
-        let pair: WritePair
-        switch value {
-        case let .built(value): pair = WritePair(path: path, value: value)
-        case let .checked(range): pair = WritePair(path: path, checkedObject: encoded[range])
-        }
-        return Record(author: author, clock: clock, body: .write([pair]), signature: signature,
+        return Record(author: author, clock: clock, body: .write([value.pair(at: path, in: encoded)]), signature: signature,
                       encoded: encoded, id: id ?? BLAKE2b.digest256(encoded), valuesRespelled: respelled)
     }
 
@@ -49,6 +44,14 @@ struct OnePairWriteReader {
     private enum Value {
         case built(JSONValue)
         case checked(Range<Int>)
+
+        /// The pair at `path` with this value, `encoded` being the bytes it was read from.
+        func pair(at path: Path, in encoded: [UInt8]) -> WritePair {
+            switch self {
+            case let .built(value): WritePair(path: path, value: value)
+            case let .checked(range): WritePair(path: path, checkedObject: encoded[range])
+            }
+        }
     }
 
     /// `[version, 1, author, clock, [[path, value]], signature]`, spanning every byte.
@@ -98,10 +101,7 @@ struct OnePairWriteReader {
             return (path, value, start..<reader.offset)
         }
         guard let (path, value, range) = read else { return nil }
-        switch value {
-        case let .built(value): return (WritePair(path: path, value: value), encoded[range])
-        case .checked: return (WritePair(path: path, checkedObject: encoded[range]), encoded[range])
-        }
+        return (value.pair(at: path, in: encoded), encoded[range])
     }
 
     /// Runs `read` checking values without building them; whether it accepted. Where it does
